@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The project's test command (README command 2; .ci/run calls exactly this).
+# Installs what the tests need, then runs the default suite. Extra arguments go
+# to pytest, e.g. `ci/test.sh -m multinode`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci/install.sh --test
+ci/system_deps.sh
+export PYTHONHASHSEED=0 OMP_NUM_THREADS=1
+if [ "$#" -eq 0 ]; then
+  set -- -m "not docker and not gpu"
+fi
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest "$@"
