@@ -1,0 +1,1 @@
+"""Node provider implementations; load them through ``ray.autoscaler.node_provider``."""

@@ -1,0 +1,193 @@
+"""Compute Engine nodes through googleapiclient.
+
+Nodes are instances in ``provider.project_id`` / ``provider.availability_zone``
+labelled ``ray-cluster-name=<cluster>``. GCE label values allow only lowercase
+letters, digits, ``-`` and ``_``, so tag values are stored with a reversible
+escape (``_`` doubles, any other character becomes ``_xx`` in hex): ``up-to-date``
+reads the same in the console, ``ray.worker.default`` becomes ``ray_2eworker_2edefault``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ray.autoscaler.node_provider import NodeProvider, ProviderError
+from ray.autoscaler.tags import TAG_RAY_CLUSTER_NAME
+
+_LIVE = ("PROVISIONING", "STAGING", "RUNNING")
+_PLAIN = re.compile(r"[a-z0-9-]")
+
+
+def encode_label(value: str) -> str:
+    out = []
+    for ch in value:
+        if ch == "_":
+            out.append("__")
+        elif _PLAIN.fullmatch(ch):
+            out.append(ch)
+        else:
+            out.append("".join(f"_{b:02x}" for b in ch.encode()))
+    return "".join(out)
+
+
+def decode_label(value: str) -> str:
+    raw, i = bytearray(), 0
+    while i < len(value):
+        if value[i] == "_" and value[i + 1 : i + 2] == "_":
+            raw += b"_"
+            i += 2
+        elif value[i] == "_":
+            raw.append(int(value[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw += value[i].encode()
+            i += 1
+    return raw.decode()
+
+
+def compute_api(provider_config: Mapping[str, Any]):
+    from googleapiclient import discovery
+
+    return discovery.build("compute", "v1", cache_discovery=False)
+
+
+class GCPNodeProvider(NodeProvider):
+    def __init__(
+        self,
+        provider_config: Mapping[str, Any],
+        cluster_name: str,
+        *,
+        compute: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        super().__init__(provider_config, cluster_name)
+        self.project = provider_config["project_id"]
+        self.zone = provider_config["availability_zone"]
+        self.compute = compute if compute is not None else compute_api(provider_config)
+        self._sleep = sleep
+        self._cache: dict[str, dict[str, Any]] = {}
+
+    # ---------------------------------------------------------------- queries
+    def non_terminated_nodes(self, tag_filters: Mapping[str, str]) -> list[str]:
+        labels = {**tag_filters, TAG_RAY_CLUSTER_NAME: self.cluster_name}
+        label_filter = " AND ".join(
+            f'(labels.{k} = "{encode_label(v)}")' for k, v in sorted(labels.items())
+        )
+        status_filter = "(" + " OR ".join(f'(status = "{s}")' for s in _LIVE) + ")"
+        found, token = [], None
+        while True:
+            reply = (
+                self.compute.instances()
+                .list(
+                    project=self.project,
+                    zone=self.zone,
+                    filter=f"{label_filter} AND {status_filter}",
+                    pageToken=token,
+                )
+                .execute()
+            )
+            for instance in reply.get("items", []):
+                self._cache[instance["name"]] = instance
+                found.append(instance["name"])
+            token = reply.get("nextPageToken")
+            if not token:
+                return found
+
+    def _instance(self, node_id: str, refresh: bool = True) -> dict[str, Any]:
+        if refresh or node_id not in self._cache:
+            self._cache[node_id] = (
+                self.compute.instances()
+                .get(project=self.project, zone=self.zone, instance=node_id)
+                .execute()
+            )
+        return self._cache[node_id]
+
+    def is_running(self, node_id: str) -> bool:
+        return self._instance(node_id)["status"] == "RUNNING"
+
+    def is_terminated(self, node_id: str) -> bool:
+        return self._instance(node_id)["status"] not in _LIVE
+
+    def node_tags(self, node_id: str) -> dict[str, str]:
+        labels = self._instance(node_id, refresh=False).get("labels", {})
+        return {k: decode_label(v) for k, v in labels.items()}
+
+    def external_ip(self, node_id: str) -> str | None:
+        for nic in self._instance(node_id, refresh=False).get("networkInterfaces", []):
+            for access in nic.get("accessConfigs", []):
+                if access.get("natIP"):
+                    return access["natIP"]
+        return None
+
+    def internal_ip(self, node_id: str) -> str | None:
+        nics = self._instance(node_id, refresh=False).get("networkInterfaces", [])
+        return nics[0].get("networkIP") if nics else None
+
+    # ---------------------------------------------------------------- changes
+    def create_node(self, node_config: Mapping[str, Any], tags: Mapping[str, str], count: int):
+        names = []
+        for _ in range(count):
+            body = copy.deepcopy(dict(node_config))
+            name = f"ray-{self.cluster_name}-{uuid.uuid4().hex[:8]}".lower()
+            body["name"] = name
+            machine = body.get("machineType", "n1-standard-2")
+            if "/" not in machine:
+                body["machineType"] = f"zones/{self.zone}/machineTypes/{machine}"
+            labels = {**tags, TAG_RAY_CLUSTER_NAME: self.cluster_name}
+            body["labels"] = {
+                **body.get("labels", {}),
+                **{k: encode_label(v) for k, v in labels.items()},
+            }
+            operation = (
+                self.compute.instances()
+                .insert(project=self.project, zone=self.zone, body=body)
+                .execute()
+            )
+            self._wait(operation)
+            names.append(name)
+        return names
+
+    def set_node_tags(self, node_id: str, tags: Mapping[str, str]) -> None:
+        instance = self._instance(node_id)
+        labels = {**instance.get("labels", {}), **{k: encode_label(v) for k, v in tags.items()}}
+        body = {"labels": labels, "labelFingerprint": instance["labelFingerprint"]}
+        operation = (
+            self.compute.instances()
+            .setLabels(project=self.project, zone=self.zone, instance=node_id, body=body)
+            .execute()
+        )
+        self._wait(operation)
+        instance["labels"] = labels
+
+    def terminate_node(self, node_id: str) -> None:
+        self.compute.instances().delete(
+            project=self.project, zone=self.zone, instance=node_id
+        ).execute()
+        self._cache.pop(node_id, None)
+
+    def _wait(self, operation: dict[str, Any], timeout_s: float = 300) -> None:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.5
+        while operation.get("status") != "DONE":
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"GCE operation {operation['name']} still running after {timeout_s} s"
+                )
+            self._sleep(delay)
+            delay = min(delay * 2, 5.0)
+            operation = (
+                self.compute.zoneOperations()
+                .get(project=self.project, zone=self.zone, operation=operation["name"])
+                .execute()
+            )
+        if "error" in operation:
+            errors = operation["error"].get("errors", [])
+            raise ProviderError(
+                f"GCE operation {operation['name']} failed: "
+                + "; ".join(e.get("message", str(e)) for e in errors)
+            )
