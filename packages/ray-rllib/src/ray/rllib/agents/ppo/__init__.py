@@ -1,0 +1,5 @@
+from ray.rllib.agents.ppo.ppo import DEFAULT_CONFIG, PPOConfig, PPOTorchPolicy, PPOTrainer
+
+PPOAgent = PPOTrainer  # 0.6 name
+
+__all__ = ["DEFAULT_CONFIG", "PPOAgent", "PPOConfig", "PPOTorchPolicy", "PPOTrainer"]

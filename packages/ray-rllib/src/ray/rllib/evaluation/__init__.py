@@ -1,0 +1,34 @@
+from ray.rllib.evaluation.episode import MultiAgentEpisode, RolloutMetrics
+from ray.rllib.evaluation.metrics import collect_metrics, summarize_episodes
+from ray.rllib.evaluation.postprocessing import Postprocessing, compute_advantages
+from ray.rllib.evaluation.rollout_worker import EvaluatorInterface, PolicyEvaluator, RolloutWorker
+from ray.rllib.evaluation.sample_batch_builder import (
+    MultiAgentSampleBatchBuilder,
+    SampleBatchBuilder,
+)
+from ray.rllib.evaluation.sampler import AsyncSampler, SyncSampler
+from ray.rllib.evaluation.worker_set import WorkerSet
+from ray.rllib.policy.policy import Policy
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+
+PolicyGraph = Policy
+
+__all__ = [
+    "AsyncSampler",
+    "EvaluatorInterface",
+    "MultiAgentBatch",
+    "MultiAgentEpisode",
+    "MultiAgentSampleBatchBuilder",
+    "PolicyEvaluator",
+    "PolicyGraph",
+    "Postprocessing",
+    "RolloutMetrics",
+    "RolloutWorker",
+    "SampleBatch",
+    "SampleBatchBuilder",
+    "SyncSampler",
+    "WorkerSet",
+    "collect_metrics",
+    "compute_advantages",
+    "summarize_episodes",
+]

@@ -1,0 +1,249 @@
+"""RolloutWorker: env copies plus policies; produces experience batches.
+
+The driver holds one *local* worker (its policies are the ones trained);
+``num_workers`` more run as Ray actors (see ``WorkerSet``).
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import random
+import socket
+
+import numpy as np
+import torch
+
+from ray.rllib.env.base_env import BaseEnv
+from ray.rllib.env.env_context import EnvContext
+from ray.rllib.env.external_env import ExternalEnv
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+from ray.rllib.env.vector_env import VectorEnv
+from ray.rllib.evaluation.sampler import AsyncSampler, SyncSampler
+from ray.rllib.models.catalog import MODEL_DEFAULTS, ModelCatalog
+from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
+from ray.rllib.utils.filter import get_filter
+from ray.rllib.utils.merge import merge_dicts
+
+logger = logging.getLogger(__name__)
+
+
+class EvaluatorInterface:
+    """What optimizers need from a worker."""
+
+    def sample(self):
+        raise NotImplementedError
+
+    def learn_on_batch(self, samples):
+        raise NotImplementedError
+
+    def compute_gradients(self, samples):
+        raise NotImplementedError
+
+    def apply_gradients(self, grads):
+        raise NotImplementedError
+
+    def get_weights(self):
+        raise NotImplementedError
+
+    def set_weights(self, weights):
+        raise NotImplementedError
+
+
+class RolloutWorker(EvaluatorInterface):
+    def __init__(self, env_creator, policy, policy_mapping_fn=None, policies_to_train=None,
+                 tf_session_creator=None, batch_steps=100, batch_mode="truncate_episodes",
+                 episode_horizon=None, preprocessor_pref="deepmind", sample_async=False,
+                 compress_observations=False, num_envs=1, observation_filter="NoFilter",
+                 clip_rewards=None, clip_actions=True, env_config=None, model_config=None,
+                 policy_config=None, worker_index=0, monitor_path=None, log_dir=None,
+                 log_level=None, callbacks=None, input_creator=None,
+                 input_evaluation=frozenset(), output_creator=None, remote_worker_envs=False,
+                 remote_env_batch_wait_ms=0, soft_horizon=False, _fake_sampler=False,
+                 seed=None):
+        if batch_mode not in ("truncate_episodes", "complete_episodes"):
+            raise ValueError(
+                f"batch_mode must be 'truncate_episodes' or 'complete_episodes', not {batch_mode!r}"
+            )
+        if log_level:
+            logging.getLogger("ray.rllib").setLevel(log_level)
+        self.worker_index = worker_index
+        if worker_index > 0:
+            # Remote workers share the machine's cores with each other and the
+            # driver: intra-op threads would only contend.
+            torch.set_num_threads(1)
+        self.callbacks = dict(callbacks or {})
+        self.policy_config = policy_config or {}
+        self.batch_mode = batch_mode
+        model_config = model_config or MODEL_DEFAULTS
+        rng = random.Random(seed)
+        if seed is not None:
+            worker_seed = seed + 1000 * worker_index
+            random.seed(worker_seed)
+            np.random.seed(worker_seed)
+            torch.manual_seed(worker_seed)
+            rng = random.Random(worker_seed)
+
+        self.env_context = EnvContext(env_config or {}, worker_index)
+        self.env = env_creator(self.env_context)
+
+        def make_env(vector_index):
+            return env_creator(self.env_context.copy_with_overrides(vector_index=vector_index))
+
+        policy_specs = _policy_specs(policy, self.env)
+        self.policy_map, self.preprocessors, self.filters = {}, {}, {}
+        for policy_id, (cls, obs_space, act_space, conf) in policy_specs.items():
+            merged = merge_dicts(self.policy_config, conf or {})
+            prep = ModelCatalog.get_preprocessor_for_space(obs_space, merged.get("model",
+                                                                                 model_config))
+            self.preprocessors[policy_id] = prep
+            self.policy_map[policy_id] = cls(prep.observation_space, act_space, merged)
+            self.filters[policy_id] = get_filter(observation_filter, prep.shape)
+        self.policy_mapping_fn = policy_mapping_fn or (lambda _agent: DEFAULT_POLICY_ID)
+        self.policies_to_train = list(policies_to_train or self.policy_map.keys())
+
+        env_seed = None if seed is None else seed + 1000 * worker_index
+        if isinstance(self.env, MultiAgentEnv | BaseEnv | ExternalEnv) or len(policy_specs) > 1:
+            self.async_env = BaseEnv.to_base_env(self.env, make_env=make_env, num_envs=num_envs)
+        elif isinstance(self.env, VectorEnv):
+            self.async_env = self.env
+        else:
+            self.async_env = VectorEnv.wrap(make_env, [self.env], num_envs, seed=env_seed)
+        sampler_cls = AsyncSampler if sample_async else SyncSampler
+        self.sampler = sampler_cls(
+            self.async_env, self.policy_map, self.policy_mapping_fn, self.preprocessors,
+            self.filters, clip_rewards, batch_steps, self.callbacks, horizon=episode_horizon,
+            clip_actions=clip_actions, soft_horizon=soft_horizon, batch_mode=batch_mode, rng=rng,
+        )
+
+    # --- sampling ---------------------------------------------------------------------------
+
+    def sample(self):
+        batch = self.sampler.get_data()
+        if self.callbacks.get("on_sample_end"):
+            self.callbacks["on_sample_end"]({"worker": self, "samples": batch})
+        return batch
+
+    def sample_with_count(self):
+        batch = self.sample()
+        return batch, batch.count
+
+    def get_metrics(self) -> list:
+        return self.sampler.get_metrics()
+
+    # --- learning ---------------------------------------------------------------------------
+
+    def learn_on_batch(self, samples) -> dict:
+        if isinstance(samples, MultiAgentBatch):
+            return {
+                pid: self.policy_map[pid].learn_on_batch(batch)
+                for pid, batch in samples.policy_batches.items()
+                if pid in self.policies_to_train
+            }
+        return self.policy_map[DEFAULT_POLICY_ID].learn_on_batch(samples)
+
+    def compute_gradients(self, samples):
+        if isinstance(samples, MultiAgentBatch):
+            grads, infos = {}, {}
+            for pid, batch in samples.policy_batches.items():
+                if pid in self.policies_to_train:
+                    grads[pid], infos[pid] = self.policy_map[pid].compute_gradients(batch)
+            return grads, infos
+        return self.policy_map[DEFAULT_POLICY_ID].compute_gradients(samples)
+
+    def apply_gradients(self, grads) -> None:
+        if isinstance(grads, dict):
+            for pid, g in grads.items():
+                self.policy_map[pid].apply_gradients(g)
+        else:
+            self.policy_map[DEFAULT_POLICY_ID].apply_gradients(grads)
+
+    # --- weights, filters, state ------------------------------------------------------------
+
+    def get_weights(self, policies=None) -> dict:
+        policies = policies or list(self.policy_map)
+        return {pid: self.policy_map[pid].get_weights() for pid in policies}
+
+    def set_weights(self, weights: dict) -> None:
+        for pid, w in weights.items():
+            self.policy_map[pid].set_weights(w)
+
+    def get_filters(self, flush_after: bool = False) -> dict:
+        out = {pid: f.as_serializable() for pid, f in self.filters.items()}
+        if flush_after:
+            for f in self.filters.values():
+                f.clear_buffer()
+        return out
+
+    def sync_filters(self, new_filters: dict) -> None:
+        for pid, f in new_filters.items():
+            self.filters[pid].sync(f)
+
+    def save(self) -> bytes:
+        return pickle.dumps(self.get_state())
+
+    def restore(self, objs: bytes) -> None:
+        self.set_state(pickle.loads(objs))
+
+    def get_state(self) -> dict:
+        return {
+            "policies": {pid: p.get_state() for pid, p in self.policy_map.items()},
+            "filters": self.get_filters(),
+        }
+
+    def set_state(self, state: dict) -> None:
+        for pid, policy_state in state["policies"].items():
+            if pid in self.policy_map:
+                self.policy_map[pid].set_state(policy_state)
+        self.sync_filters({k: v for k, v in state["filters"].items() if k in self.filters})
+
+    def set_global_vars(self, global_vars: dict) -> None:
+        for policy in self.policy_map.values():
+            policy.on_global_var_update(global_vars)
+
+    # --- access -----------------------------------------------------------------------------
+
+    def get_policy(self, policy_id=DEFAULT_POLICY_ID):
+        return self.policy_map.get(policy_id)
+
+    def for_policy(self, func, policy_id=DEFAULT_POLICY_ID):
+        return func(self.policy_map[policy_id])
+
+    def foreach_policy(self, func) -> list:
+        return [func(policy, pid) for pid, policy in self.policy_map.items()]
+
+    def foreach_trainable_policy(self, func) -> list:
+        return [func(self.policy_map[pid], pid) for pid in self.policies_to_train]
+
+    def foreach_env(self, func) -> list:
+        envs = self.async_env.get_unwrapped() if hasattr(self.async_env, "get_unwrapped") else []
+        return [func(env) for env in (envs or [self.env])]
+
+    def apply(self, func, *args):
+        return func(self, *args)
+
+    def get_host(self) -> str:
+        return socket.gethostname()
+
+    def stop(self) -> None:
+        self.sampler.stop()
+        if hasattr(self.async_env, "close"):
+            self.async_env.close()
+
+
+# Deprecated 0.6 name (FEATURES RL-022).
+PolicyEvaluator = RolloutWorker
+
+
+def _policy_specs(policy, env) -> dict:
+    if isinstance(policy, dict):
+        return {pid: spec for pid, spec in policy.items()}
+    if not hasattr(env, "observation_space") or env.observation_space is None:
+        raise ValueError(
+            "the env has no observation_space/action_space: multi-agent envs need "
+            "config['multiagent']['policies'] with explicit spaces"
+        )
+    return {DEFAULT_POLICY_ID: (policy, env.observation_space, env.action_space, {})}
+
+
+__all__ = ["EvaluatorInterface", "PolicyEvaluator", "RolloutWorker", "SampleBatch"]

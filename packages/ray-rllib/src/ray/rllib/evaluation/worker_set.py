@@ -1,0 +1,104 @@
+"""The local worker plus ``num_workers`` RolloutWorker actors."""
+
+from __future__ import annotations
+
+import copy
+
+import ray
+from ray.rllib.evaluation.rollout_worker import RolloutWorker
+
+
+class WorkerSet:
+    def __init__(self, env_creator, policy, trainer_config=None, num_workers=0, logdir=None,
+                 _setup=True):
+        self._env_creator = env_creator
+        self._policy = policy
+        self._config = trainer_config or {}
+        self._logdir = logdir
+        self._local_worker = None
+        self._remote_workers: list = []
+        if _setup:
+            self._local_worker = self._make_worker(RolloutWorker, env_creator, policy, 0)
+            self.add_workers(num_workers)
+
+    def local_worker(self) -> RolloutWorker:
+        return self._local_worker
+
+    def remote_workers(self) -> list:
+        return self._remote_workers
+
+    def add_workers(self, num_workers: int) -> None:
+        if num_workers <= 0:
+            return
+        config = self._config
+        remote_cls = ray.remote(
+            num_cpus=config.get("num_cpus_per_worker", 1),
+            num_gpus=config.get("num_gpus_per_worker", 0),
+            resources=config.get("custom_resources_per_worker") or None,
+        )(RolloutWorker)
+        start = len(self._remote_workers) + 1
+        self._remote_workers.extend(
+            self._make_worker(remote_cls.remote, self._env_creator, self._policy, i)
+            for i in range(start, start + num_workers)
+        )
+
+    def sync_weights(self) -> None:
+        """Broadcast the local worker's weights to every remote worker."""
+        if self._remote_workers:
+            weights = ray.put(self._local_worker.get_weights())
+            ray.get([w.set_weights.remote(weights) for w in self._remote_workers])
+
+    def foreach_worker(self, func) -> list:
+        local = [func(self._local_worker)]
+        return local + ray.get([w.apply.remote(func) for w in self._remote_workers])
+
+    def foreach_worker_with_index(self, func) -> list:
+        local = [func(self._local_worker, 0)]
+        return local + ray.get(
+            [w.apply.remote(func, i + 1) for i, w in enumerate(self._remote_workers)]
+        )
+
+    def stop(self) -> None:
+        self._local_worker.stop()
+        for worker in self._remote_workers:
+            try:
+                worker.stop.remote()
+                ray.kill(worker)
+            except Exception:  # noqa: BLE001 - a dead actor is already stopped
+                pass
+        self._remote_workers = []
+
+    def _make_worker(self, cls, env_creator, policy, worker_index):
+        config = self._config
+        ma = config.get("multiagent", {}) or {}
+        policies = ma.get("policies") or policy
+        if isinstance(policies, dict):
+            policies = {
+                pid: (spec[0] or policy, spec[1], spec[2], spec[3] if len(spec) > 3 else {})
+                for pid, spec in policies.items()
+            }
+        seed = config.get("seed")
+        return cls(
+            env_creator,
+            policies,
+            policy_mapping_fn=ma.get("policy_mapping_fn"),
+            policies_to_train=ma.get("policies_to_train"),
+            batch_steps=config.get("sample_batch_size", 200),
+            batch_mode=config.get("batch_mode", "truncate_episodes"),
+            episode_horizon=config.get("horizon"),
+            preprocessor_pref=config.get("preprocessor_pref", "deepmind"),
+            sample_async=config.get("sample_async", False),
+            num_envs=config.get("num_envs_per_worker", 1),
+            observation_filter=config.get("observation_filter", "NoFilter"),
+            clip_rewards=config.get("clip_rewards"),
+            clip_actions=config.get("clip_actions", True),
+            env_config=copy.deepcopy(config.get("env_config", {})),
+            model_config=config.get("model"),
+            policy_config=config,
+            worker_index=worker_index,
+            log_dir=self._logdir,
+            log_level=config.get("log_level"),
+            callbacks=config.get("callbacks"),
+            soft_horizon=config.get("soft_horizon", False),
+            seed=seed,
+        )

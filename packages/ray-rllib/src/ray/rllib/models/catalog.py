@@ -1,0 +1,214 @@
+"""ModelCatalog: picks preprocessors, models and action distributions for spaces."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+import numpy as np
+from gymnasium import spaces
+from torch import nn
+
+from ray.rllib.models.action_dist import Categorical, DiagGaussian, MultiCategorical
+from ray.rllib.models.preprocessors import Preprocessor, get_preprocessor
+from ray.rllib.models.pytorch.model import TorchModel
+from ray.rllib.models.torch_models import (
+    FullyConnectedNetwork,
+    LSTMWrapper,
+    VisionNetwork,
+    _mlp,
+)
+
+# fmt: off
+MODEL_DEFAULTS = {
+    # === Built-in options ===
+    # Filter config for the vision network: [out_channels, kernel, stride] per layer.
+    "conv_filters": None,
+    # Nonlinearity of the vision network.
+    "conv_activation": "relu",
+    # Nonlinearity of the fully connected network.
+    "fcnet_activation": "tanh",
+    # Hidden layer sizes of the fully connected network.
+    "fcnet_hiddens": [256, 256],
+    # Make the second half of the outputs (DiagGaussian log stds) free parameters.
+    "free_log_std": False,
+    # Deprecated: squash actions to the action-space range.
+    "squash_to_range": False,
+    # Share hidden layers between the policy and value heads (PPO sets this).
+    "vf_share_layers": False,
+    # === LSTM options ===
+    "use_lstm": False,
+    "max_seq_len": 20,
+    "lstm_cell_size": 256,
+    "lstm_use_prev_action_reward": False,
+    # === Atari / image options ===
+    "framestack": True,
+    "dim": 84,
+    "grayscale": False,
+    "zero_mean": True,
+    # === Custom models and preprocessors ===
+    "custom_preprocessor": None,
+    "custom_model": None,
+    "custom_action_dist": None,
+    "custom_options": {},
+    "custom_model_config": {},
+}
+# fmt: on
+
+_custom_models: dict[str, type] = {}
+_custom_preprocessors: dict[str, type] = {}
+_custom_action_dists: dict[str, type] = {}
+
+
+class ModelCatalog:
+    """Registry of custom models and preprocessors, and the defaults for each space."""
+
+    @staticmethod
+    def register_custom_model(model_name: str, model_class) -> None:
+        """Register a ``torch.nn.Module`` (a ``TorchModel`` subclass or any module)."""
+        _custom_models[model_name] = model_class
+
+    @staticmethod
+    def register_custom_preprocessor(preprocessor_name: str, preprocessor_class) -> None:
+        _custom_preprocessors[preprocessor_name] = preprocessor_class
+
+    @staticmethod
+    def register_custom_action_dist(name: str, dist_class) -> None:
+        _custom_action_dists[name] = dist_class
+
+    @staticmethod
+    def get_action_dist(action_space, config=None, dist_type=None, torch=True):
+        """Return ``(dist_class, num_model_outputs)`` for ``action_space``."""
+        config = config or MODEL_DEFAULTS
+        custom = config.get("custom_action_dist")
+        if custom:
+            dist = _lookup(_custom_action_dists, custom, "action distribution")
+            return dist, dist.required_model_output_shape(action_space, config)
+        if dist_type is not None:
+            return dist_type, dist_type.required_model_output_shape(action_space, config)
+        if isinstance(action_space, spaces.Discrete):
+            return Categorical, int(action_space.n)
+        if isinstance(action_space, spaces.MultiDiscrete):
+            lens = [int(n) for n in action_space.nvec]
+            return _partial_multi_categorical(lens), int(sum(lens))
+        if isinstance(action_space, spaces.Box):
+            if len(action_space.shape) > 1:
+                raise ValueError(
+                    f"Box action spaces must be 1-D for DiagGaussian, got {action_space.shape}: "
+                    "flatten the action space or register a custom_action_dist"
+                )
+            return DiagGaussian, int(action_space.shape[0]) * 2
+        raise NotImplementedError(
+            f"no default action distribution for {action_space}: set model.custom_action_dist"
+        )
+
+    @staticmethod
+    def get_preprocessor(env, options=None) -> Preprocessor:
+        return ModelCatalog.get_preprocessor_for_space(env.observation_space, options)
+
+    @staticmethod
+    def get_preprocessor_for_space(observation_space, options=None) -> Preprocessor:
+        options = options or MODEL_DEFAULTS
+        name = options.get("custom_preprocessor")
+        if name:
+            cls = _lookup(_custom_preprocessors, name, "preprocessor")
+        else:
+            cls = get_preprocessor(observation_space)
+        return cls(observation_space, options)
+
+    @staticmethod
+    def get_torch_model(obs_space, num_outputs, options=None, default_model_cls=None):
+        """0.7 signature; see :meth:`get_model_v2`."""
+        return ModelCatalog.get_model_v2(
+            obs_space, None, num_outputs, options or {}, default_model_cls=default_model_cls
+        )
+
+    @staticmethod
+    def get_model_v2(obs_space, action_space, num_outputs, model_config, framework="torch",
+                     name="model", default_model_cls=None):
+        options = copy.deepcopy(MODEL_DEFAULTS)
+        options.update(model_config or {})
+        custom = options.get("custom_model")
+        if custom:
+            cls = _lookup(_custom_models, custom, "model") if isinstance(custom, str) else custom
+            return _build_custom(cls, obs_space, action_space, num_outputs, options, name)
+        if default_model_cls is not None:
+            return default_model_cls(obs_space, num_outputs, options)
+        if options.get("use_lstm"):
+            return LSTMWrapper(obs_space, num_outputs, options)
+        if len(obs_space.shape) == 3:
+            return VisionNetwork(obs_space, num_outputs, options)
+        return FullyConnectedNetwork(obs_space, num_outputs, options)
+
+
+def _lookup(registry, name, what):
+    if name not in registry:
+        raise ValueError(
+            f"custom {what} {name!r} is not registered: call "
+            f"ModelCatalog.register_custom_{what.replace(' ', '_')}({name!r}, ...) first "
+            f"(registered: {sorted(registry)})"
+        )
+    return registry[name]
+
+
+def _partial_multi_categorical(lens):
+    class _MultiCategorical(MultiCategorical):
+        def __init__(self, inputs, model=None):
+            super().__init__(inputs, model, lens)
+
+    return _MultiCategorical
+
+
+def _build_custom(cls, obs_space, action_space, num_outputs, options, name):
+    if isinstance(cls, type) and issubclass(cls, TorchModel):
+        return cls(obs_space, num_outputs, options)
+    params = [p for p in inspect.signature(cls).parameters.values() if p.name != "self"]
+    if len(params) >= 5:
+        model = cls(obs_space, action_space, num_outputs, options, name)
+    else:
+        model = cls(obs_space, num_outputs, options)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"custom model {cls.__name__} must be a torch.nn.Module")
+    if hasattr(model, "value_function"):
+        return model
+    return _PlainModuleAdapter(model, obs_space, options)
+
+
+class _PlainModuleAdapter(nn.Module):
+    """Lets a plain ``nn.Module`` (no ``value_function``) act as a policy model.
+
+    Its ``forward(input_dict, state, seq_lens)`` may return logits or
+    ``(logits, state)``; a separate small value network is added alongside.
+    """
+
+    def __init__(self, module, obs_space, options):
+        super().__init__()
+        self.module = module
+        in_size = int(np.prod(obs_space.shape))
+        self.value_net = _mlp(in_size, [64, 64], "tanh", 1, 1.0)
+        self._obs = None
+
+    def forward(self, input_dict, state, seq_lens):
+        self._obs = input_dict["obs_flat"].float().reshape(input_dict["obs_flat"].shape[0], -1)
+        try:
+            out = self.module(input_dict, state, seq_lens)
+        except TypeError:
+            out = self.module(input_dict["obs"])
+        if isinstance(out, tuple):
+            return out[0], list(out[1]) if len(out) > 1 else []
+        return out, []
+
+    def value_function(self):
+        return self.value_net(self._obs).squeeze(-1)
+
+    def get_initial_state(self):
+        getter = getattr(self.module, "get_initial_state", None)
+        return getter() if getter else []
+
+
+def model_initial_state(model) -> list:
+    getter = getattr(model, "get_initial_state", None)
+    return [np.asarray(s, np.float32) for s in getter()] if getter else []
+
+
+__all__ = ["MODEL_DEFAULTS", "ModelCatalog", "model_initial_state"]

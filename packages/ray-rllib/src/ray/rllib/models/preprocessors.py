@@ -1,0 +1,152 @@
+"""Turn raw observations into flat float arrays the models consume.
+
+Discrete -> one-hot, Tuple/Dict -> concatenation of their parts (restored to
+their structure again for custom models, see ``restore_original_dimensions``),
+Box -> as is (images keep their shape).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+from gymnasium import spaces
+
+
+class Preprocessor:
+    """Subclass and implement ``_init_shape(obs_space, options)`` and ``transform(obs)``."""
+
+    def __init__(self, obs_space, options=None):
+        self._obs_space = obs_space
+        self._options = options or {}
+        self.shape = tuple(self._init_shape(obs_space, self._options))
+        self._size = int(np.prod(self.shape))
+
+    def _init_shape(self, obs_space, options):
+        raise NotImplementedError
+
+    def transform(self, observation) -> np.ndarray:
+        raise NotImplementedError
+
+    def write(self, observation, array, offset):
+        array[offset : offset + self._size] = np.asarray(self.transform(observation)).ravel()
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def observation_space(self):
+        space = spaces.Box(-1.0, 1.0, self.shape, dtype=np.float32)
+        space.original_space = self._obs_space
+        return space
+
+
+class NoPreprocessor(Preprocessor):
+    def _init_shape(self, obs_space, options):
+        return obs_space.shape
+
+    def transform(self, observation):
+        return np.asarray(observation, dtype=np.float32)
+
+    @property
+    def observation_space(self):
+        return self._obs_space
+
+
+class OneHotPreprocessor(Preprocessor):
+    def _init_shape(self, obs_space, options):
+        return (obs_space.n,)
+
+    def transform(self, observation):
+        out = np.zeros(self.shape, dtype=np.float32)
+        out[int(observation)] = 1.0
+        return out
+
+
+class MultiDiscretePreprocessor(Preprocessor):
+    def _init_shape(self, obs_space, options):
+        return (int(np.sum(obs_space.nvec)),)
+
+    def transform(self, observation):
+        out = np.zeros(self.shape, dtype=np.float32)
+        offset = 0
+        for value, n in zip(observation, self._obs_space.nvec):
+            out[offset + int(value)] = 1.0
+            offset += int(n)
+        return out
+
+
+class _FlatteningPreprocessor(Preprocessor):
+    def _children(self, obs_space):
+        raise NotImplementedError
+
+    def _init_shape(self, obs_space, options):
+        self.preprocessors = [get_preprocessor(s)(s, options) for s in self._children(obs_space)]
+        return (sum(p.size for p in self.preprocessors),)
+
+    def _parts(self, observation):
+        raise NotImplementedError
+
+    def transform(self, observation):
+        out = np.zeros(self.shape, dtype=np.float32)
+        self.write(observation, out, 0)
+        return out
+
+    def write(self, observation, array, offset):
+        for part, prep in zip(self._parts(observation), self.preprocessors):
+            prep.write(part, array, offset)
+            offset += prep.size
+
+
+class TupleFlatteningPreprocessor(_FlatteningPreprocessor):
+    def _children(self, obs_space):
+        return obs_space.spaces
+
+    def _parts(self, observation):
+        return observation
+
+
+class DictFlatteningPreprocessor(_FlatteningPreprocessor):
+    def _children(self, obs_space):
+        return list(obs_space.spaces.values())
+
+    def _parts(self, observation):
+        return [observation[k] for k in self._obs_space.spaces]
+
+
+def get_preprocessor(space) -> type[Preprocessor]:
+    """The preprocessor class for ``space``: ``get_preprocessor(space)(space)``."""
+    if isinstance(space, spaces.Discrete):
+        return OneHotPreprocessor
+    if isinstance(space, spaces.MultiDiscrete):
+        return MultiDiscretePreprocessor
+    if isinstance(space, spaces.Tuple):
+        return TupleFlatteningPreprocessor
+    if isinstance(space, spaces.Dict):
+        return DictFlatteningPreprocessor
+    return NoPreprocessor
+
+
+def restore_original_dimensions(obs_flat, obs_space):
+    """Split flat (torch) observations back into the Tuple/Dict structure of ``obs_space``."""
+    original = getattr(obs_space, "original_space", None)
+    if original is None or not isinstance(original, spaces.Tuple | spaces.Dict):
+        return obs_flat
+    return _unflatten(obs_flat, original)
+
+
+def _unflatten(flat, space):
+    if isinstance(space, spaces.Tuple | spaces.Dict):
+        children = space.spaces if isinstance(space, spaces.Tuple) else space.spaces.values()
+        parts, offset = [], 0
+        for child in children:
+            size = get_preprocessor(child)(child).size
+            parts.append(_unflatten(flat[:, offset : offset + size], child))
+            offset += size
+        if isinstance(space, spaces.Dict):
+            return OrderedDict(zip(space.spaces.keys(), parts))
+        return tuple(parts)
+    if isinstance(space, spaces.Box):
+        return flat.reshape((flat.shape[0],) + space.shape)
+    return flat

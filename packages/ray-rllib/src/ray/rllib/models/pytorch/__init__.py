@@ -1,0 +1,3 @@
+from ray.rllib.models.pytorch.model import TorchModel
+
+__all__ = ["TorchModel"]

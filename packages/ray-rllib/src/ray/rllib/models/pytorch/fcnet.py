@@ -1,0 +1,3 @@
+from ray.rllib.models.torch_models import FullyConnectedNetwork
+
+__all__ = ["FullyConnectedNetwork"]

@@ -1,0 +1,44 @@
+"""The PyTorch model interface.
+
+Every model RLlib runs is an ``nn.Module`` with::
+
+    forward(input_dict, state, seq_lens) -> (outputs, state_out)
+    value_function() -> [B] tensor for the last forward pass
+    get_initial_state() -> list of numpy arrays (empty if not recurrent)
+
+``input_dict`` holds ``obs`` (restored to the Tuple/Dict structure of the
+original space), ``obs_flat``, ``prev_actions``, ``prev_rewards`` and
+``is_training``. :class:`TorchModel` is the 0.7 base class whose subclasses
+implement ``_forward(input_dict, hidden_state) -> (logits, features, value, state)``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class TorchModel(nn.Module):
+    def __init__(self, obs_space, num_outputs, options):
+        nn.Module.__init__(self)
+        self.obs_space = obs_space
+        self.num_outputs = num_outputs
+        self.options = options or {}
+        self._value = None
+
+    def forward(self, input_dict, state=None, seq_lens=None):
+        logits, _features, value, state_out = self._forward(input_dict, list(state or []))
+        self._value = value.reshape(-1)
+        return logits, list(state_out or [])
+
+    def _forward(self, input_dict, hidden_state):
+        raise NotImplementedError
+
+    def value_function(self) -> torch.Tensor:
+        return self._value
+
+    def get_initial_state(self) -> list:
+        return []
+
+    def custom_stats(self) -> dict:
+        return {}
