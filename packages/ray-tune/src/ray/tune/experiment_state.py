@@ -1,0 +1,98 @@
+"""Experiment checkpoints: `local_dir/name/experiment_state-<timestamp>.json`, written atomically.
+
+The file holds every trial (see `Trial.to_json`), the searcher's state (pickled) and
+enough metadata for `resume=True` after the driver was killed, and for the CLI and
+`ExperimentAnalysis` to read an experiment without running anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import json
+import os
+import tempfile
+import time
+from datetime import datetime
+from typing import Any
+
+from ray.tune.logger import SafeFallbackEncoder
+from ray.tune.trial import Trial
+
+STATE_GLOB = "experiment_state-*.json"
+
+
+class ExperimentStateWriter:
+    """Writes the state file of one experiment directory (the same file every time)."""
+
+    def __init__(self, checkpoint_dir: str, *, min_interval_s: float = 0.5):
+        self.checkpoint_dir = checkpoint_dir
+        self.min_interval_s = min_interval_s
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        existing = find_state_file(checkpoint_dir)
+        self.path = existing or os.path.join(
+            checkpoint_dir, f"experiment_state-{datetime.today():%Y-%m-%d_%H-%M-%S}.json"
+        )
+        self._last_write = -float("inf")
+        self._last_version = -1
+
+    def maybe_write(self, trials: list[Trial], search_alg: Any, version: int, *, force: bool = False) -> bool:
+        now = time.monotonic()
+        if not force and (version == self._last_version or now - self._last_write < self.min_interval_s):
+            return False
+        write_state(self.path, trials, search_alg)
+        self._last_write = now
+        self._last_version = version
+        return True
+
+
+def write_state(path: str, trials: list[Trial], search_alg: Any) -> None:
+    searcher_state = None
+    if search_alg is not None:
+        try:
+            import cloudpickle
+
+            searcher_state = base64.b64encode(cloudpickle.dumps(search_alg.save_state())).decode()
+        except Exception:  # noqa: BLE001 - an unpicklable searcher is simply not restored
+            searcher_state = None
+    data = {
+        "checkpoints": [t.to_json() for t in trials],
+        "runner_data": {"timestamp": time.time(), "searcher_state": searcher_state},
+        "stats": {"num_trials": len(trials)},
+    }
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".experiment_state_", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, cls=SafeFallbackEncoder)
+        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def find_state_file(checkpoint_dir: str) -> str | None:
+    files = sorted(glob.glob(os.path.join(checkpoint_dir, STATE_GLOB)))
+    return files[-1] if files else None
+
+
+def load_state(checkpoint_dir: str) -> dict:
+    path = find_state_file(checkpoint_dir)
+    if path is None:
+        raise FileNotFoundError(f"no experiment state ({STATE_GLOB}) in {checkpoint_dir}")
+    with open(path) as f:
+        return json.load(f)
+
+
+def load_trials(checkpoint_dir: str) -> list[Trial]:
+    return [Trial.from_json(t) for t in load_state(checkpoint_dir)["checkpoints"]]
+
+
+def load_searcher_state(data: dict) -> Any:
+    encoded = data.get("runner_data", {}).get("searcher_state")
+    if not encoded:
+        return None
+    import cloudpickle
+
+    return cloudpickle.loads(base64.b64decode(encoded))

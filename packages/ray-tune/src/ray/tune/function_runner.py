@@ -1,0 +1,164 @@
+"""The function API: run `f(config, reporter)` (or `f(config)` with `tune.report`) as a Trainable.
+
+The function runs in a thread of the trial's actor. Each `reporter(**metrics)` call hands
+one result to `train()` and then blocks until the next `train()` call, so the function
+advances exactly one report per training iteration and can be stopped between reports
+(the blocked `reporter` call raises `StopIteration`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ray.tune import result as R
+from ray.tune.error import TuneError
+from ray.tune.trainable import Trainable
+
+_JOIN_TIMEOUT_S = 2.0
+_current_reporter: StatusReporter | None = None
+
+
+class _Finished:
+    def __init__(self, value: Any = None, error: BaseException | None = None, tb: str = ""):
+        self.value = value
+        self.error = error
+        self.traceback = tb
+
+
+class StatusReporter:
+    """The `reporter` passed to a trainable function: `reporter(mean_accuracy=0.9)`."""
+
+    def __init__(self, result_queue: queue.Queue, continue_semaphore: threading.Semaphore):
+        self._queue = result_queue
+        self._continue = continue_semaphore
+        self._stopped = False
+        self._last_result: dict = {}
+
+    def __call__(self, *args: dict, **kwargs: Any) -> None:
+        if self._stopped:
+            raise StopIteration("the trial was stopped")
+        metrics = dict(args[0]) if args else {}
+        metrics.update(kwargs)
+        self._last_result = metrics
+        self._queue.put(metrics)
+        self._continue.acquire()
+        if self._stopped:
+            raise StopIteration("the trial was stopped")
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._continue.release()
+
+
+class FunctionRunner(Trainable):
+    """Trainable that runs `self._function` in a thread; see the module docstring."""
+
+    _function: Callable = staticmethod(lambda config, reporter: None)
+    _pass_reporter = True
+
+    def _setup(self, config: dict) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._continue = threading.Semaphore(0)
+        self._reporter = StatusReporter(self._queue, self._continue)
+        self._thread: threading.Thread | None = None
+        self._finished: _Finished | None = None
+        self._last_metrics: dict = {}
+
+    def _run(self) -> None:
+        global _current_reporter
+        _current_reporter = self._reporter
+        try:
+            if self._pass_reporter:
+                value = type(self)._function(self.config, self._reporter)
+            else:
+                value = type(self)._function(self.config)
+            self._queue.put(_Finished(value=value))
+        except StopIteration:
+            self._queue.put(_Finished())
+        except BaseException as exc:  # noqa: BLE001 - surfaced by train() in the caller
+            import traceback
+
+            self._queue.put(_Finished(error=exc, tb=traceback.format_exc()))
+
+    def _train(self) -> dict:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="tune-function", daemon=True)
+            self._thread.start()
+        elif self._finished is None:
+            self._continue.release()
+        if self._finished is not None:
+            return {R.DONE: True}
+        item = self._queue.get()
+        if isinstance(item, _Finished):
+            self._finished = item
+            if item.error is not None:
+                raise TuneError(f"the trainable function raised:\n{item.traceback}") from item.error
+            # The repeated last result must not count its per-iteration increments twice.
+            per_iter = (R.TIMESTEPS_THIS_ITER, R.EPISODES_THIS_ITER, R.TIME_THIS_ITER_S)
+            final = {k: v for k, v in self._last_metrics.items() if k not in per_iter}
+            if isinstance(item.value, dict):
+                final.update(item.value)
+            final[R.DONE] = True
+            # The final, repeated result does not count as a training iteration.
+            final.setdefault(R.TRAINING_ITERATION, max(self._iteration, 1))
+            return final
+        self._last_metrics = item
+        return item
+
+    def _stop_thread(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self._reporter.stop()
+            self._thread.join(timeout=_JOIN_TIMEOUT_S)
+
+    def _stop(self) -> None:
+        self._stop_thread()
+
+    def reset_config(self, new_config: dict) -> bool:
+        self._stop_thread()
+        self.config = new_config
+        self._setup(new_config)
+        return True
+
+    def _save(self, checkpoint_dir: str):
+        raise NotImplementedError(
+            "function trainables cannot be checkpointed (the function never returns control); "
+            "use a Trainable subclass with _save/_restore for checkpoint_freq, HyperBand or PBT"
+        )
+
+
+def wrap_function(train_func: Callable) -> type[FunctionRunner]:
+    """Builds a FunctionRunner subclass for `train_func(config[, reporter])`."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(train_func).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        pass_reporter = len(params) >= 2
+    except (TypeError, ValueError):
+        pass_reporter = True
+    name = getattr(train_func, "__name__", "func")
+    return type(
+        name,
+        (FunctionRunner,),
+        {
+            "_function": staticmethod(train_func),
+            "_pass_reporter": pass_reporter,
+            "__module__": getattr(train_func, "__module__", __name__),
+            "__qualname__": name,
+        },
+    )
+
+
+def report(*args: dict, **metrics: Any) -> None:
+    """Reports metrics from inside a function trainable (`tune.report(loss=0.1)`)."""
+    if _current_reporter is None:
+        raise TuneError(
+            "tune.report()/tune.track.log() was called outside a Tune trial; call it from a "
+            "function passed to tune.run()"
+        )
+    _current_reporter(*args, **metrics)

@@ -1,0 +1,102 @@
+"""Name -> trainable / env-creator registry (`tune.register_trainable`, `register_env`).
+
+The registry lives in the driver; trainables travel to actors by value (cloudpickle),
+so a lambda registered under a name works anywhere.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ray.tune.error import TuneError
+
+TRAINABLE_CLASS = "trainable_class"
+ENV_CREATOR = "env_creator"
+RLLIB_MODEL = "rllib_model"
+RLLIB_PREPROCESSOR = "rllib_preprocessor"
+RLLIB_ACTION_DIST = "rllib_action_dist"
+KNOWN_CATEGORIES = [TRAINABLE_CLASS, ENV_CREATOR, RLLIB_MODEL, RLLIB_PREPROCESSOR, RLLIB_ACTION_DIST]
+
+_registry: dict[tuple[str, str], Any] = {}
+# Lazily registered names (RLlib algorithms register a loader, not a class).
+_loaders: dict[tuple[str, str], Callable[[], Any]] = {}
+
+
+def register_trainable(name: str, trainable: Any) -> None:
+    """Registers a Trainable subclass or a `f(config, reporter)` function under `name`."""
+    from ray.tune.function_runner import wrap_function
+    from ray.tune.trainable import Trainable
+
+    if isinstance(trainable, type) and issubclass(trainable, Trainable):
+        cls = trainable
+    elif callable(trainable) and not isinstance(trainable, type):
+        cls = wrap_function(trainable)
+    else:
+        raise TypeError(
+            f"register_trainable({name!r}, ...) needs a Trainable subclass or a function "
+            f"f(config, reporter), got {trainable!r}"
+        )
+    _register(TRAINABLE_CLASS, name, cls)
+
+
+def register_env(name: str, env_creator: Callable[[dict], Any]) -> None:
+    """Registers `env_creator(env_config) -> env` for RLlib under `name`."""
+    if not callable(env_creator):
+        raise TypeError(f"register_env({name!r}, ...) needs a callable, got {env_creator!r}")
+    _register(ENV_CREATOR, name, env_creator)
+
+
+def register_lazy(category: str, name: str, loader: Callable[[], Any]) -> None:
+    """Registers a loader called on first use (keeps imports of big libraries lazy)."""
+    _loaders[(category, name)] = loader
+
+
+def _register(category: str, name: str, value: Any) -> None:
+    if category not in KNOWN_CATEGORIES:
+        raise TuneError(f"unknown registry category {category!r}; known: {KNOWN_CATEGORIES}")
+    _registry[(category, name)] = value
+
+
+def contains(category: str, name: str) -> bool:
+    return (category, name) in _registry or (category, name) in _loaders
+
+
+def get(category: str, name: str) -> Any:
+    key = (category, name)
+    if key not in _registry and key in _loaders:
+        value = _loaders[key]()
+        if category == TRAINABLE_CLASS:
+            register_trainable(name, value)
+        else:
+            _register(category, name, value)
+    try:
+        return _registry[key]
+    except KeyError:
+        known = sorted(n for c, n in list(_registry) + list(_loaders) if c == category)
+        raise TuneError(
+            f"unknown {category} {name!r}: register it first with "
+            f"tune.register_trainable/register_env; registered: {known}"
+        ) from None
+
+
+def get_trainable_cls(name: str) -> type:
+    return get(TRAINABLE_CLASS, name)
+
+
+def trainable_name(run: Any) -> str:
+    """Registers `run` if needed and returns the name it is known by."""
+    if isinstance(run, str):
+        get_trainable_cls(run)  # fail early with the list of known names
+        return run
+    if inspect.isclass(run) or callable(run):
+        name = getattr(run, "__name__", None)
+        if not name or name == "<lambda>":
+            raise TuneError(
+                "a lambda trainable needs a name: tune.register_trainable('my_fn', lambda ...) "
+                "then run 'my_fn'"
+            )
+        register_trainable(name, run)
+        return name
+    raise TuneError(f"cannot run {run!r}: give a function, a Trainable class or a registered name")

@@ -1,0 +1,205 @@
+"""Population Based Training (Jaderberg et al., 2017).
+
+Every `perturbation_interval` time units a trial is ranked against the population:
+if it is in the top `quantile_fraction`, its state is checkpointed (in memory); if it
+is in the bottom one, it *exploits* a random top trial (restores its checkpoint) and
+*explores* (mutates that trial's config). With more trials than resources, trials
+are time-multiplexed: a trial that has just been ranked yields to waiting ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import random
+from collections.abc import Callable
+
+from ray.tune.error import TuneError
+from ray.tune.sample import sample_from
+from ray.tune.schedulers.trial_scheduler import FIFOScheduler, TrialScheduler, init_metric
+from ray.tune.suggest.variant_generator import format_vars
+
+logger = logging.getLogger(__name__)
+
+
+class _PBTTrialState:
+    def __init__(self, trial):
+        self.orig_tag = trial.experiment_tag
+        self.last_score: float | None = None
+        self.has_checkpoint = False
+        self.last_perturbation_time = 0.0
+
+
+def explore(
+    config: dict,
+    mutations: dict,
+    resample_probability: float,
+    custom_explore_fn: Callable[[dict], dict] | None,
+    rng: random.Random | None = None,
+) -> dict:
+    """Returns a mutated copy of `config` (the paper's *explore* step)."""
+    rng = rng or random
+    new_config = copy.deepcopy(config)
+    for key, distribution in mutations.items():
+        if isinstance(distribution, dict):
+            new_config[key] = explore(config[key], distribution, resample_probability, None, rng)
+        elif isinstance(distribution, list):
+            if rng.random() < resample_probability or config[key] not in distribution:
+                new_config[key] = rng.choice(distribution)
+            elif rng.random() > 0.5:
+                new_config[key] = distribution[max(0, distribution.index(config[key]) - 1)]
+            else:
+                index = min(len(distribution) - 1, distribution.index(config[key]) + 1)
+                new_config[key] = distribution[index]
+        else:
+            if rng.random() < resample_probability:
+                new_config[key] = _sample(distribution)
+            elif rng.random() > 0.5:
+                new_config[key] = config[key] * 1.2
+            else:
+                new_config[key] = config[key] * 0.8
+            if type(config[key]) is int:
+                new_config[key] = int(new_config[key])
+    if custom_explore_fn is not None:
+        new_config = custom_explore_fn(new_config)
+        if not isinstance(new_config, dict):
+            raise TuneError("custom_explore_fn must return the new config dict")
+    return new_config
+
+
+def _sample(distribution):
+    if isinstance(distribution, sample_from):
+        return distribution.sample() if hasattr(distribution, "sample") else distribution.func(None)
+    if callable(distribution):
+        return distribution()
+    raise TuneError(
+        f"hyperparam_mutations values must be lists, dicts or callables, got {distribution!r}"
+    )
+
+
+def make_experiment_tag(orig_tag: str, config: dict, mutations: dict) -> str:
+    resolved = {}
+    for key in mutations:
+        if key in config and not isinstance(config[key], dict):
+            resolved[(key,)] = config[key]
+    return f"{orig_tag}@perturbed[{format_vars(resolved)}]"
+
+
+class PopulationBasedTraining(FIFOScheduler):
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        time_attr: str = "time_total_s",
+        reward_attr: str | None = None,
+        metric: str | None = None,
+        mode: str = "max",
+        perturbation_interval: float = 60.0,
+        hyperparam_mutations: dict | None = None,
+        quantile_fraction: float = 0.25,
+        resample_probability: float = 0.25,
+        custom_explore_fn: Callable[[dict], dict] | None = None,
+        log_config: bool = True,
+        seed: int | None = None,
+    ):
+        if not hyperparam_mutations and not custom_explore_fn:
+            raise TuneError(
+                "PopulationBasedTraining needs hyperparam_mutations or custom_explore_fn "
+                "(or both)"
+            )
+        if not 0 <= quantile_fraction <= 0.5:
+            raise TuneError(f"quantile_fraction must be in [0, 0.5], got {quantile_fraction}")
+        init_metric(self, metric, mode, reward_attr)
+        self._time_attr = time_attr
+        self._perturbation_interval = perturbation_interval
+        self._hyperparam_mutations = hyperparam_mutations or {}
+        self._quantile_fraction = quantile_fraction
+        self._resample_probability = resample_probability
+        self._custom_explore_fn = custom_explore_fn
+        self._log_config = log_config
+        self._rng = random.Random(seed)
+        self._trial_state: dict[str, _PBTTrialState] = {}
+        self._trials: dict[str, object] = {}
+        self._num_checkpoints = 0
+        self._num_perturbations = 0
+        self.config_history: dict[str, list[tuple[float, dict]]] = {}
+
+    def on_trial_add(self, trial_runner, trial):
+        self._trial_state[trial.trial_id] = _PBTTrialState(trial)
+        self._trials[trial.trial_id] = trial
+
+    def on_trial_result(self, trial_runner, trial, result):
+        if self._time_attr not in result or self._metric not in result:
+            return TrialScheduler.CONTINUE
+        now = result[self._time_attr]
+        state = self._trial_state[trial.trial_id]
+        if now - state.last_perturbation_time < self._perturbation_interval:
+            return TrialScheduler.CONTINUE  # avoid the checkpoint overhead
+        state.last_score = self._metric_op * result[self._metric]
+        state.last_perturbation_time = now
+        lower, upper = self._quantiles()
+        if trial.trial_id in upper:
+            trial_runner.checkpoint_trial(trial)
+            state.has_checkpoint = True
+            self._num_checkpoints += 1
+        else:
+            state.has_checkpoint = False
+        if trial.trial_id in lower:
+            source_id = self._rng.choice(upper)
+            self._exploit(trial_runner, trial, self._trials[source_id])
+        for other in trial_runner.get_trials():
+            if other.status in ("PENDING", "PAUSED"):
+                return TrialScheduler.PAUSE  # yield time to the waiting trials
+        return TrialScheduler.CONTINUE
+
+    def _exploit(self, trial_runner, trial, source) -> None:
+        trial_state = self._trial_state[trial.trial_id]
+        source_state = self._trial_state[source.trial_id]
+        if not source_state.has_checkpoint:
+            logger.info("[pbt] no checkpoint for %s yet: skipping the exploit of %s", source, trial)
+            return
+        new_config = explore(
+            source.config, self._hyperparam_mutations, self._resample_probability,
+            self._custom_explore_fn, self._rng,
+        )
+        new_tag = make_experiment_tag(trial_state.orig_tag, new_config, self._hyperparam_mutations)
+        if not trial_runner.exploit_trial(trial, source, new_config, new_tag):
+            return
+        logger.info("[exploit] %s clones %s with config %s", trial, source, new_config)
+        if self._log_config:
+            self.config_history.setdefault(trial.trial_id, []).append(
+                (source_state.last_perturbation_time, new_config)
+            )
+        self._num_perturbations += 1
+        trial_state.last_perturbation_time = source_state.last_perturbation_time
+
+    def _quantiles(self) -> tuple[list[str], list[str]]:
+        ranked = [
+            tid
+            for tid, state in self._trial_state.items()
+            if state.last_score is not None and not self._trials[tid].is_finished()
+        ]
+        ranked.sort(key=lambda tid: self._trial_state[tid].last_score)
+        if len(ranked) <= 1:
+            return [], []
+        count = int(math.ceil(len(ranked) * self._quantile_fraction))
+        count = min(count, len(ranked) // 2)
+        if count == 0:
+            return [], []
+        return ranked[:count], ranked[-count:]
+
+    def choose_trial_to_run(self, trial_runner):
+        candidates = [
+            t
+            for t in trial_runner.get_trials()
+            if t.status in ("PENDING", "PAUSED") and trial_runner.has_resources(t.resources)
+        ]
+        candidates.sort(key=lambda t: self._trial_state[t.trial_id].last_perturbation_time)
+        return candidates[0] if candidates else None
+
+    def debug_string(self) -> str:
+        return (
+            f"PopulationBasedTraining: {self._num_checkpoints} checkpoints, "
+            f"{self._num_perturbations} perturbs"
+        )

@@ -1,0 +1,140 @@
+"""SuggestionAlgorithm: base class for model-based searchers that propose one config at a time.
+
+Subclasses implement `_suggest(trial_id) -> dict | None` (None: nothing to suggest now)
+and `on_trial_complete`. The concurrency limit is written once, here: `_suggest` is not
+called while `max_concurrent` suggested trials are still live.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import uuid
+from collections.abc import Iterator
+
+from ray.tune.error import TuneError
+from ray.tune.experiment import convert_to_experiment_list
+from ray.tune.suggest.search import SearchAlgorithm, create_trial_from_spec
+from ray.tune.suggest.variant_generator import format_vars
+from ray.tune.trial import Trial
+
+
+class SuggestionAlgorithm(SearchAlgorithm):
+    """See the module docstring. `max_concurrent=None` means no limit."""
+
+    def __init__(self, max_concurrent: int | None = None):
+        if max_concurrent is not None and max_concurrent < 1:
+            raise TuneError(f"max_concurrent must be >= 1, got {max_concurrent}")
+        self._max_concurrent = max_concurrent
+        self._live_trial_ids: set[str] = set()
+        self._trial_generator: Iterator[Trial | None] = iter(())
+        self._counter = 0
+        self._finished = False
+
+    def add_configurations(self, experiments) -> None:
+        for experiment in convert_to_experiment_list(experiments):
+            self._trial_generator = itertools.chain(
+                self._trial_generator, self._generate_trials(experiment.spec, experiment.name)
+            )
+
+    def next_trials(self) -> list[Trial]:
+        trials = []
+        for trial in self._trial_generator:
+            if trial is None:
+                return trials
+            trials.append(trial)
+        self._finished = True
+        return trials
+
+    def is_finished(self) -> bool:
+        return self._finished
+
+    def _generate_trials(self, experiment_spec: dict, experiment_name: str) -> Iterator[Trial | None]:
+        for _ in range(experiment_spec.get("num_samples", 1)):
+            trial_id = uuid.uuid4().hex[:8]
+            while True:
+                suggested = self._gated_suggest(trial_id)
+                if suggested is not None:
+                    break
+                yield None
+            spec = copy.deepcopy(experiment_spec)
+            spec["config"] = _merge_dicts(spec.get("config", {}), suggested)
+            self._counter += 1
+            tag = f"{self._counter}_{format_vars(_flatten(suggested))}"
+            yield create_trial_from_spec(
+                spec, experiment_name, experiment_tag=tag, trial_id=trial_id,
+                evaluated_params=_flatten_str(suggested),
+            )
+
+    def _gated_suggest(self, trial_id: str) -> dict | None:
+        if self._max_concurrent is not None and len(self._live_trial_ids) >= self._max_concurrent:
+            return None
+        suggested = self._suggest(trial_id)
+        if suggested is not None:
+            self._live_trial_ids.add(trial_id)
+        return suggested
+
+    def on_trial_complete(self, trial_id, result=None, error=False, early_terminated=False):
+        self._live_trial_ids.discard(trial_id)
+        self._on_trial_complete(trial_id, result=result, error=error, early_terminated=early_terminated)
+
+    def _on_trial_complete(self, trial_id, result=None, error=False, early_terminated=False):
+        """Subclasses override this (or `on_trial_complete`, calling super())."""
+
+    def _suggest(self, trial_id: str) -> dict | None:
+        raise NotImplementedError
+
+    def _num_live_trials(self) -> int:
+        return len(self._live_trial_ids)
+
+    def save_state(self):
+        state = dict(self.__dict__)
+        state.pop("_trial_generator", None)  # generators do not pickle; re-added on resume
+        return state
+
+    def restore_state(self, state) -> None:
+        generator = self._trial_generator
+        self.__dict__.update(state)
+        self._trial_generator = generator
+        self._live_trial_ids = set()
+
+
+class ConcurrencyLimiter(SuggestionAlgorithm):
+    """Limits any SuggestionAlgorithm to `max_concurrent` live trials (Ray 2.x spelling)."""
+
+    def __init__(self, searcher: SuggestionAlgorithm, max_concurrent: int):
+        super().__init__(max_concurrent=max_concurrent)
+        self.searcher = searcher
+
+    def _suggest(self, trial_id):
+        return self.searcher._gated_suggest(trial_id)
+
+    def on_trial_result(self, trial_id, result):
+        self.searcher.on_trial_result(trial_id, result)
+
+    def _on_trial_complete(self, trial_id, result=None, error=False, early_terminated=False):
+        self.searcher.on_trial_complete(trial_id, result, error, early_terminated)
+
+
+def _merge_dicts(base: dict, update: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge_dicts(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _flatten(config: dict, prefix: tuple = ()) -> dict:
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, prefix + (key,)))
+        else:
+            out[prefix + (key,)] = value
+    return out
+
+
+def _flatten_str(config: dict) -> dict:
+    return {"/".join(map(str, k)): v for k, v in _flatten(config).items()}
