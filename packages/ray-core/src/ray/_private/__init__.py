@@ -1,0 +1,1 @@
+"""Implementation of ray-core. Nothing here is public API; libraries must not import it."""

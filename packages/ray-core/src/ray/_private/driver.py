@@ -1,0 +1,202 @@
+"""Connect a driver: start an embedded cluster or join one, then build its runtime."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+
+from ray._private import ids as ids_mod
+from ray._private import node as node_mod
+from ray._private.gcs import connect, keys
+from ray._private.runtime.core_worker import MODE_DRIVER, CoreWorker
+from ray.exceptions import RayConnectionError
+
+logger = logging.getLogger("ray")
+
+
+def _resolve_address(address: str | None) -> str | None:
+    if address in (None, "", "local"):
+        return None
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS") or _latest_cluster_address()
+        if address is None:
+            raise RayConnectionError(
+                "ray.init(address='auto') found no running cluster on this machine: start one "
+                "with `ray start --head` or pass its address."
+            )
+    if address.startswith("ray://"):
+        address = address[len("ray://"):]
+    return address
+
+
+def _latest_cluster_address() -> str | None:
+    path = os.path.join(node_mod.DEFAULT_TEMP_DIR, "ray_current_cluster")
+    with contextlib.suppress(OSError), open(path) as f:
+        return f.read().strip() or None
+    return None
+
+
+def start_driver(address, kwargs: dict, config):
+    address = _resolve_address(address)
+    password = kwargs.get("redis_password") or kwargs.get("_redis_password")
+    procs = None
+    if address is None:
+        procs, node_info, gcs_address = _start_embedded(kwargs, config, password)
+    else:
+        for key in ("num_cpus", "num_gpus", "resources", "object_store_memory"):
+            if kwargs.get(key) is not None:
+                raise ValueError(
+                    f"When connecting to an existing cluster, {key} must not be provided: "
+                    "resources are set by `ray start` on each node."
+                )
+        gcs_address = address
+        node_info = None
+    try:
+        gcs = connect(gcs_address, password, config.gcs_connect_timeout_s)
+    except Exception:
+        if procs is not None:
+            procs.kill_all()
+        raise
+    if node_info is None:
+        node_info = _local_node_from_gcs(gcs, kwargs.get("node_ip_address"))
+    job_id = ids_mod.JobID.from_int(gcs.incr(keys.JOB_COUNTER))
+    core = CoreWorker(
+        mode=MODE_DRIVER, node=node_info, job_id=job_id, config=config, gcs=gcs,
+        object_id_seed=kwargs.get("object_id_seed"),
+        namespace=kwargs.get("namespace") or "default",
+    )
+    core.raylet.call_sync("register_driver", core.job_id_bytes, os.getpid(), core.address,
+                          timeout=30)
+    gcs.hset_obj(keys.JOBS, job_id.hex(), {
+        "job_id": job_id.hex(), "driver_pid": os.getpid(), "node_ip": node_info["node_ip"],
+        "start_time": time.time(), "alive": True,
+    })
+    core.node_processes = procs
+    core.address_info = {
+        "node_ip_address": node_info["node_ip"],
+        "redis_address": gcs_address,
+        "address": gcs_address,
+        "gcs_address": gcs_address,
+        "object_store_address": node_info["plasma_socket"],
+        "plasma_store_socket_name": node_info["plasma_socket"],
+        "raylet_socket_name": node_info["raylet_socket"],
+        "session_dir": node_info["session_dir"],
+        "node_id": node_info["node_id"],
+        "webui_url": None,
+        "job_id": job_id.hex(),
+    }
+    if kwargs.get("log_to_driver", True):
+        _subscribe_output(core)
+    _subscribe_errors(core)
+    if kwargs.get("include_webui") or kwargs.get("include_dashboard"):
+        with contextlib.suppress(ImportError):
+            from ray._private.dashboard import start_dashboard
+
+            core.address_info["webui_url"] = start_dashboard(core, kwargs)
+    return core
+
+
+def _start_embedded(kwargs, config, password):
+    session_dir = node_mod.new_session_dir(kwargs.get("temp_dir") or kwargs.get("_temp_dir"))
+    procs = node_mod.NodeProcesses(session_dir, owned_by_driver=True)
+    node_ip = kwargs.get("node_ip_address") or "127.0.0.1"
+    try:
+        gcs_address = procs.start_redis(
+            host=node_ip, port=None, password=password,
+            max_memory=kwargs.get("redis_max_memory"),
+            max_clients=kwargs.get("redis_max_clients"),
+        )
+        resources = _node_resources(kwargs)
+        store_bytes = kwargs.get("object_store_memory") or node_mod.default_object_store_memory(
+            config
+        )
+        node_info = procs.start_raylet(
+            node_id=node_mod.new_node_id(), node_ip=node_ip, gcs_address=gcs_address,
+            redis_password=password, resources=resources, object_store_memory=int(store_bytes),
+            config=config, plasma_directory=kwargs.get("plasma_directory"),
+            huge_pages=bool(kwargs.get("huge_pages")), head=True,
+            raylet_socket=kwargs.get("raylet_socket_name"),
+            plasma_socket=kwargs.get("plasma_store_socket_name"),
+        )
+    except BaseException:
+        procs.kill_all()
+        raise
+    return procs, node_info, gcs_address
+
+
+def _node_resources(kwargs) -> dict:
+    num_cpus = kwargs.get("num_cpus")
+    if num_cpus is None:
+        num_cpus = kwargs.get("num_workers") or os.cpu_count() or 1
+    resources = {"CPU": num_cpus}
+    num_gpus = kwargs.get("num_gpus")
+    if num_gpus is None:
+        num_gpus = _detect_gpus()
+    if num_gpus:
+        resources["GPU"] = num_gpus
+    custom = dict(kwargs.get("resources") or {})
+    if kwargs.get("num_custom_resource"):
+        custom.setdefault("CustomResource", kwargs["num_custom_resource"])
+    for name in ("CPU", "GPU"):
+        if name in custom:
+            raise ValueError(f"Use num_{name.lower()}s=..., not resources={{{name!r}: ...}}")
+    resources.update(custom)
+    return resources
+
+
+def _detect_gpus() -> int:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    try:
+        return len([d for d in os.listdir("/proc/driver/nvidia/gpus")])
+    except OSError:
+        return 0
+
+
+def _local_node_from_gcs(gcs, node_ip):
+    nodes = {k: v for k, v in gcs.hgetall_obj(keys.NODES).items() if v.get("alive", True)}
+    if not nodes:
+        raise RayConnectionError("The cluster has no live nodes; start one with `ray start`.")
+    candidates = [n for n in nodes.values() if os.path.exists(n["raylet_socket"])]
+    if node_ip:
+        candidates = [n for n in candidates if n["node_ip"] == node_ip] or candidates
+    if not candidates:
+        raise RayConnectionError(
+            "No ray node is running on this machine: a driver connects through its local "
+            "raylet. Run `ray start --address=<head address>` here first."
+        )
+    return candidates[0]
+
+
+def _subscribe_output(core):
+    def on_logs(_channel, msg):
+        prefix = f"(pid={msg['pid']}, ip={msg['ip']})"
+        for is_err, line in msg["lines"]:
+            stream = sys.stderr if is_err else sys.stdout
+            try:
+                print(f"{prefix} {line}", file=stream, flush=True)
+            except Exception:
+                pass
+
+    core.gcs.subscribe_obj(keys.channel_logs(core.job_hex), on_logs)
+
+
+def _subscribe_errors(core):
+    def on_error(_channel, msg):
+        kind = msg.get("type")
+        if kind == "task":
+            text = f"(pid={msg.get('pid')}, ip={msg.get('ip')}) task {msg.get('name')} failed:\n"
+            text += msg.get("message", "")
+        else:
+            text = msg.get("message", "")
+        core.pushed_errors.append(msg)
+        try:
+            print(text, file=sys.stderr, flush=True)
+        except Exception:
+            pass
+
+    core.gcs.subscribe_obj(keys.channel_errors(core.job_hex), on_error)

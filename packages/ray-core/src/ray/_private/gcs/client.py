@@ -1,0 +1,312 @@
+"""GCS client interface with a Redis implementation and an in-memory one."""
+
+from __future__ import annotations
+
+import abc
+import fnmatch
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import msgpack
+
+from ray._private.gcs import keys
+from ray.exceptions import RayConnectionError
+
+logger = logging.getLogger(__name__)
+
+Subscriber = Callable[[str, bytes], None]
+
+
+def _pack(obj) -> bytes:
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def _unpack(data: bytes):
+    return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
+class GcsClient(abc.ABC):
+    """The storage operations the runtime needs; values are bytes unless noted."""
+
+    # raw primitives ------------------------------------------------------
+    @abc.abstractmethod
+    def get(self, key: str) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def set(self, key: str, value: bytes, *, only_if_absent: bool = False) -> bool: ...
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> bool: ...
+
+    @abc.abstractmethod
+    def scan(self, pattern: str) -> list[str]: ...
+
+    @abc.abstractmethod
+    def hset(self, key: str, field: str, value: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def hget(self, key: str, field: str) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def hgetall(self, key: str) -> dict[str, bytes]: ...
+
+    @abc.abstractmethod
+    def hdel(self, key: str, field: str) -> None: ...
+
+    @abc.abstractmethod
+    def rpush(self, key: str, value: bytes, *, max_len: int | None = None) -> None: ...
+
+    @abc.abstractmethod
+    def lrange(self, key: str, start: int = 0, end: int = -1) -> list[bytes]: ...
+
+    @abc.abstractmethod
+    def incr(self, key: str) -> int: ...
+
+    @abc.abstractmethod
+    def publish(self, channel: str, message: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def subscribe(self, channel: str, callback: Subscriber) -> None: ...
+
+    @abc.abstractmethod
+    def unsubscribe(self, channel: str) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    # typed helpers -------------------------------------------------------
+    def hset_obj(self, key: str, field: str, obj) -> None:
+        self.hset(key, field, _pack(obj))
+
+    def hget_obj(self, key: str, field: str):
+        raw = self.hget(key, field)
+        return None if raw is None else _unpack(raw)
+
+    def hgetall_obj(self, key: str) -> dict:
+        return {k: _unpack(v) for k, v in self.hgetall(key).items()}
+
+    def publish_obj(self, channel: str, obj) -> None:
+        self.publish(channel, _pack(obj))
+
+    def subscribe_obj(self, channel: str, callback: Callable[[str, object], None]) -> None:
+        self.subscribe(channel, lambda ch, data: callback(ch, _unpack(data)))
+
+
+class RedisGcs(GcsClient):
+    """The GCS on a Redis-protocol server (valkey by default)."""
+
+    def __init__(self, host: str, port: int, password: str | None = None, timeout_s=10.0):
+        import redis
+
+        self.address = f"{host}:{port}"
+        self._password = password
+        self._redis = redis.Redis(
+            host=host,
+            port=port,
+            password=password,
+            socket_connect_timeout=timeout_s,
+            health_check_interval=0,
+        )
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self._redis.ping()
+                break
+            except redis.AuthenticationError as exc:
+                raise RayConnectionError(
+                    f"Redis at {self.address} rejected the password ({exc}). Pass the "
+                    "cluster's password: ray.init(redis_password=...) or "
+                    "ray start --redis-password=..."
+                ) from None
+            except redis.ResponseError as exc:
+                if "NOAUTH" in str(exc) or "AUTH" in str(exc):
+                    raise RayConnectionError(
+                        f"Redis at {self.address} requires a password: pass "
+                        "redis_password=... (ray start --redis-password)."
+                    ) from None
+                raise
+            except (redis.ConnectionError, OSError) as exc:
+                if time.monotonic() > deadline:
+                    raise RayConnectionError(
+                        f"Cannot reach the GCS (Redis) at {self.address}: {exc}. Is the "
+                        "head node running (ray start --head) and is the address right?"
+                    ) from None
+                time.sleep(0.05)
+        self._pubsub = None
+        self._pubsub_thread = None
+        self._callbacks: dict[str, Subscriber] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        return self._redis.get(key)
+
+    def set(self, key, value, *, only_if_absent=False):
+        return bool(self._redis.set(key, value, nx=only_if_absent))
+
+    def delete(self, key):
+        return bool(self._redis.delete(key))
+
+    def scan(self, pattern):
+        return [k.decode() for k in self._redis.scan_iter(match=pattern, count=1000)]
+
+    def hset(self, key, field, value):
+        self._redis.hset(key, field, value)
+
+    def hget(self, key, field):
+        return self._redis.hget(key, field)
+
+    def hgetall(self, key):
+        return {k.decode(): v for k, v in self._redis.hgetall(key).items()}
+
+    def hdel(self, key, field):
+        self._redis.hdel(key, field)
+
+    def rpush(self, key, value, *, max_len=None):
+        if max_len is None:
+            self._redis.rpush(key, value)
+        else:
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.rpush(key, value)
+            pipe.ltrim(key, -max_len, -1)
+            pipe.execute()
+
+    def lrange(self, key, start=0, end=-1):
+        return self._redis.lrange(key, start, end)
+
+    def incr(self, key):
+        return int(self._redis.incr(key))
+
+    def publish(self, channel, message):
+        self._redis.publish(channel, message)
+
+    def subscribe(self, channel, callback):
+        with self._lock:
+            self._callbacks[channel] = callback
+            if self._pubsub is None:
+                self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+                self._pubsub.subscribe(**{channel: self._on_message})
+                self._pubsub_thread = self._pubsub.run_in_thread(
+                    sleep_time=0.05, daemon=True, exception_handler=self._on_pubsub_error
+                )
+            else:
+                self._pubsub.subscribe(**{channel: self._on_message})
+
+    def _on_message(self, message):
+        channel = message["channel"].decode()
+        callback = self._callbacks.get(channel)
+        if callback is not None:
+            try:
+                callback(channel, message["data"])
+            except Exception:
+                logger.exception("subscriber of %s failed", channel)
+
+    @staticmethod
+    def _on_pubsub_error(exc, pubsub, thread):
+        logger.debug("GCS pub/sub stopped: %s", exc)
+        thread.stop()
+
+    def unsubscribe(self, channel):
+        with self._lock:
+            self._callbacks.pop(channel, None)
+            if self._pubsub is not None:
+                self._pubsub.unsubscribe(channel)
+
+    def close(self):
+        with self._lock:
+            if self._pubsub_thread is not None:
+                self._pubsub_thread.stop()
+                try:
+                    self._pubsub_thread.join(timeout=1)
+                except RuntimeError:
+                    pass
+                self._pubsub_thread = None
+            if self._pubsub is not None:
+                try:
+                    self._pubsub.close()
+                except Exception:
+                    pass
+                self._pubsub = None
+        try:
+            self._redis.close()
+        except Exception:
+            pass
+
+
+class InMemoryGcs(GcsClient):
+    """A process-local GCS with the same semantics, for unit tests."""
+
+    def __init__(self):
+        self._data: dict[str, object] = {}
+        self._subs: dict[str, list[Subscriber]] = defaultdict(list)
+        self._lock = threading.RLock()
+
+    def get(self, key):
+        return self._data.get(key)
+
+    def set(self, key, value, *, only_if_absent=False):
+        with self._lock:
+            if only_if_absent and key in self._data:
+                return False
+            self._data[key] = value
+            return True
+
+    def delete(self, key):
+        return self._data.pop(key, None) is not None
+
+    def scan(self, pattern):
+        return [k for k in list(self._data) if fnmatch.fnmatchcase(k, pattern)]
+
+    def hset(self, key, field, value):
+        with self._lock:
+            self._data.setdefault(key, {})[field] = value
+
+    def hget(self, key, field):
+        return self._data.get(key, {}).get(field)
+
+    def hgetall(self, key):
+        return dict(self._data.get(key, {}))
+
+    def hdel(self, key, field):
+        self._data.get(key, {}).pop(field, None)
+
+    def rpush(self, key, value, *, max_len=None):
+        with self._lock:
+            lst = self._data.setdefault(key, [])
+            lst.append(value)
+            if max_len is not None and len(lst) > max_len:
+                del lst[: len(lst) - max_len]
+
+    def lrange(self, key, start=0, end=-1):
+        lst = self._data.get(key, [])
+        return lst[start:] if end == -1 else lst[start : end + 1]
+
+    def incr(self, key):
+        with self._lock:
+            self._data[key] = int(self._data.get(key, 0)) + 1
+            return self._data[key]
+
+    def publish(self, channel, message):
+        for cb in list(self._subs.get(channel, ())):
+            cb(channel, message)
+
+    def subscribe(self, channel, callback):
+        self._subs[channel].append(callback)
+
+    def unsubscribe(self, channel):
+        self._subs.pop(channel, None)
+
+    def close(self):
+        self._subs.clear()
+
+
+def connect(address: str, password: str | None = None, timeout_s: float = 10.0) -> RedisGcs:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"GCS address must look like 'host:port', got {address!r}")
+    return RedisGcs(host, int(port), password, timeout_s)
+
+
+__all__ = ["GcsClient", "InMemoryGcs", "RedisGcs", "connect", "keys"]

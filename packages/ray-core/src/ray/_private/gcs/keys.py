@@ -1,0 +1,49 @@
+"""Every Redis key and pub/sub channel name the system uses, in one place."""
+
+PREFIX = "ray:"
+
+JOB_COUNTER = PREFIX + "job_counter"
+JOBS = PREFIX + "jobs"  # hash job_id hex -> msgpack info
+NODES = PREFIX + "nodes"  # hash node_id hex -> msgpack info
+NODE_HEARTBEATS = PREFIX + "node_heartbeats"  # hash node_id hex -> unix time
+NODE_LOADS = PREFIX + "node_loads"  # hash node_id hex -> msgpack load report
+ACTORS = PREFIX + "actors"  # hash actor_id hex -> msgpack info
+CLUSTER_SECRET = PREFIX + "cluster_secret"
+PROFILE_EVENTS = PREFIX + "profile_events"  # list of msgpack event batches
+TASK_EVENTS = PREFIX + "task_events"  # list of msgpack task records
+REDIS_SHARDS = PREFIX + "redis_shards"
+
+CHANNEL_NODES = PREFIX + "ch:nodes"
+CHANNEL_ACTORS = PREFIX + "ch:actors"
+
+
+def function(job_hex: str, function_id_hex: str) -> str:
+    return f"{PREFIX}fn:{job_hex}:{function_id_hex}"
+
+
+def kv(namespace: str, key: str) -> str:
+    return f"{PREFIX}kv:{namespace}:{key}"
+
+
+def kv_pattern(namespace: str, prefix: str = "") -> str:
+    return f"{PREFIX}kv:{namespace}:{prefix}*"
+
+
+def named_actor(namespace: str, name: str) -> str:
+    return f"{PREFIX}named_actor:{namespace}:{name}"
+
+
+def errors(job_hex: str) -> str:
+    return f"{PREFIX}errors:{job_hex}"
+
+
+def channel_errors(job_hex: str) -> str:
+    return f"{PREFIX}ch:errors:{job_hex}"
+
+
+def channel_logs(job_hex: str) -> str:
+    return f"{PREFIX}ch:logs:{job_hex}"
+
+
+def channel_actor(actor_hex: str) -> str:
+    return f"{PREFIX}ch:actor:{actor_hex}"

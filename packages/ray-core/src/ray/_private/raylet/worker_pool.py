@@ -1,0 +1,131 @@
+"""Worker processes of one node: start, register, hand out, and reap.
+
+Workers are generic Python processes; the first job that leases one binds it
+(its imports and globals belong to that job). Idle workers beyond the
+configured pool size are stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+logger = logging.getLogger(__name__)
+
+STARTING, IDLE, LEASED, DEAD = "starting", "idle", "leased", "dead"
+
+
+class WorkerProc:
+    __slots__ = (
+        "worker_id", "proc", "pid", "peer", "address", "state", "job_id", "lease",
+        "blocked", "started_at", "log_paths", "log_offsets", "is_actor", "detached",
+    )
+
+    def __init__(self, worker_id: bytes, proc, log_paths):
+        self.worker_id = worker_id
+        self.proc = proc
+        self.pid = proc.pid if proc is not None else None
+        self.peer = None
+        self.address = None
+        self.state = STARTING
+        self.job_id: bytes | None = None
+        self.lease = None
+        self.blocked = False
+        self.started_at = time.monotonic()
+        self.log_paths = log_paths
+        self.log_offsets = [0, 0]
+        self.is_actor = False
+        self.detached = False
+
+
+class WorkerPool:
+    def __init__(self, *, session_dir: str, worker_args: list[str], env: dict, max_idle: int):
+        self.session_dir = session_dir
+        self.logs_dir = os.path.join(session_dir, "logs")
+        self.worker_args = worker_args
+        self.env = env
+        self.max_idle = max_idle
+        self.workers: dict[bytes, WorkerProc] = {}
+
+    def start_worker(self) -> WorkerProc:
+        worker_id = os.urandom(20)
+        tag = worker_id.hex()[:12]
+        out_path = os.path.join(self.logs_dir, f"worker-{tag}.out")
+        err_path = os.path.join(self.logs_dir, f"worker-{tag}.err")
+        with open(out_path, "ab") as out, open(err_path, "ab") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ray._private.workers.default_worker",
+                 "--worker-id", worker_id.hex(), *self.worker_args],
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env,
+                close_fds=True, preexec_fn=_die_with_parent,
+            )
+        worker = WorkerProc(worker_id, proc, (out_path, err_path))
+        self.workers[worker_id] = worker
+        return worker
+
+    def idle_for(self, job_id: bytes) -> WorkerProc | None:
+        fallback = None
+        for w in self.workers.values():
+            if w.state != IDLE:
+                continue
+            if w.job_id == job_id:
+                return w
+            if w.job_id is None and fallback is None:
+                fallback = w
+        return fallback
+
+    def count(self, state: str) -> int:
+        return sum(1 for w in self.workers.values() if w.state == state)
+
+    def reap(self) -> list[WorkerProc]:
+        """Workers whose process exited (returns them, removed from the pool)."""
+        dead = []
+        for w in list(self.workers.values()):
+            if w.proc is not None and w.proc.poll() is not None:
+                dead.append(w)
+        for w in dead:
+            self.remove(w)
+        return dead
+
+    def remove(self, worker: WorkerProc) -> None:
+        worker.state = DEAD
+        self.workers.pop(worker.worker_id, None)
+
+    def kill(self, worker: WorkerProc, sig=signal.SIGKILL) -> None:
+        if worker.proc is not None and worker.proc.poll() is None:
+            try:
+                worker.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def stop_all(self, timeout_s: float = 2.0) -> None:
+        procs = [w.proc for w in self.workers.values() if w.proc is not None]
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    p.terminate()
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout_s
+        for p in procs:
+            try:
+                p.wait(max(0.01, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.workers.clear()
+
+
+def _die_with_parent():
+    """Make the child die when the raylet dies (Linux PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass

@@ -1,0 +1,28 @@
+"""The process-wide runtime handle, set by ray.init and cleared by ray.shutdown.
+
+Two implementations sit behind one interface (``base.Runtime``): the cluster
+runtime (``core_worker.CoreWorker``) and the serial ``local_mode.LocalRuntime``.
+Public API functions call ``current()`` and never branch on the mode.
+"""
+
+from __future__ import annotations
+
+_runtime = None
+
+
+def current():
+    if _runtime is None:
+        raise RuntimeError(
+            "Ray has not been started yet: call ray.init() first "
+            "(or ray.init(address='auto') to join a running cluster)."
+        )
+    return _runtime
+
+
+def maybe_current():
+    return _runtime
+
+
+def set_current(runtime) -> None:
+    global _runtime
+    _runtime = runtime

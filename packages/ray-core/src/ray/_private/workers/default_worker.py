@@ -1,0 +1,78 @@
+"""Entry point of worker processes started by the raylet."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+
+
+def die_with_parent_if_owned():
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--worker-id", required=True)
+    p.add_argument("--node-id", required=True)
+    p.add_argument("--node-ip", required=True)
+    p.add_argument("--gcs-address", required=True)
+    p.add_argument("--redis-password", default=None)
+    p.add_argument("--session-dir", required=True)
+    p.add_argument("--raylet-socket", required=True)
+    p.add_argument("--plasma-socket", required=True)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        import setproctitle
+
+        setproctitle.setproctitle("ray::IDLE")
+    except ImportError:
+        pass
+    from ray._private import ids
+    from ray._private import runtime as rt
+    from ray._private.config import build_config
+    from ray._private.gcs import connect
+    from ray._private.runtime.core_worker import MODE_WORKER, CoreWorker
+
+    config = build_config()
+    gcs = connect(args.gcs_address, args.redis_password, config.gcs_connect_timeout_s)
+    node = {
+        "node_id": args.node_id,
+        "node_ip": args.node_ip,
+        "raylet_socket": args.raylet_socket,
+        "plasma_socket": args.plasma_socket,
+        "session_dir": args.session_dir,
+    }
+    core = CoreWorker(
+        mode=MODE_WORKER, node=node, job_id=ids.JobID.nil(), config=config, gcs=gcs,
+        worker_id=bytes.fromhex(args.worker_id),
+    )
+    rt.set_current(core)
+    reply = core.raylet.call_sync(
+        "register_worker", core.worker_id, os.getpid(), core.address, timeout=30
+    )
+    if not reply or reply.get("error"):
+        sys.exit(f"raylet refused registration: {reply}")
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    try:
+        core.executor.run_forever()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
