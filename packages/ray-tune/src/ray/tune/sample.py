@@ -23,6 +23,9 @@ class function:  # noqa: N801 - the public name is ray.tune.function
     def __call__(self, *args, **kwargs):
         return self.func(*args, **kwargs)
 
+    def __deepcopy__(self, memo):
+        return self  # a function literal is shared, never copied
+
     def __repr__(self) -> str:
         return f"tune.function({self.func!r})"
 

@@ -1,0 +1,223 @@
+"""Schedulers: a shared suite every scheduler passes, then each one's own behaviour.
+
+Runs use the in-process LocalTrialExecutor (no Ray processes): the same controller and
+run loop as with Ray, deterministic and fast.
+"""
+
+import math
+import random
+
+import pytest
+
+from ray import tune
+from ray.tune.error import TuneError
+from ray.tune.local_executor import LocalTrialExecutor
+from ray.tune.schedulers import (
+    AsyncHyperBandScheduler,
+    FIFOScheduler,
+    HyperBandScheduler,
+    MedianStoppingRule,
+    PopulationBasedTraining,
+)
+from ray.tune.schedulers.async_hyperband import _Bracket
+from ray.tune.schedulers.pbt import explore
+from ray.tune.trial import Trial
+
+
+class Curve(tune.Trainable):
+    """A synthetic learning curve: reward(t) = ceiling * (1 - exp(-rate * t))."""
+
+    def _setup(self, config):
+        self.t = 0
+
+    def _train(self):
+        self.t += 1
+        c = self.config["cfg"]  # grid values are whole dicts: {"rate", "ceiling"[, "fail_at"]}
+        if c.get("fail_at") == self.t:
+            raise RuntimeError("synthetic failure")
+        return {"episode_reward_mean": c["ceiling"] * (1 - math.exp(-c["rate"] * self.t))}
+
+    def _save(self, checkpoint_dir):
+        return {"t": self.t}
+
+    def _restore(self, state):
+        self.t = state["t"]
+
+    def reset_config(self, new_config):
+        self.config = new_config
+        self.t = 0
+        return True
+
+
+def flat(configs):
+    return [{"rate": r, "ceiling": c} for r, c in configs]
+
+
+def _run(tmp_path, scheduler, configs, **kwargs):
+    return tune.run(
+        Curve,
+        name="curves",
+        config={"cfg": tune.grid_search(configs)},
+        stop={"training_iteration": kwargs.pop("max_t", 27)},
+        scheduler=scheduler,
+        local_dir=str(tmp_path),
+        verbose=0,
+        trial_executor=LocalTrialExecutor({"CPU": kwargs.pop("cpus", 2)}),
+        raise_on_failed_trial=False,
+        loggers=[],
+        **kwargs,
+    )
+
+
+SCHEDULERS = {
+    "fifo": lambda: FIFOScheduler(),
+    "asha": lambda: AsyncHyperBandScheduler(max_t=27, grace_period=1, reduction_factor=3, seed=0),
+    "asha_brackets": lambda: AsyncHyperBandScheduler(max_t=27, grace_period=1, brackets=3, seed=0),
+    "hyperband": lambda: HyperBandScheduler(max_t=27),
+    "median": lambda: MedianStoppingRule(time_attr="training_iteration", grace_period=2, min_samples_required=2),
+    "median_soft": lambda: MedianStoppingRule(
+        time_attr="training_iteration", grace_period=2, min_samples_required=2, hard_stop=False
+    ),
+    "pbt": lambda: PopulationBasedTraining(
+        time_attr="training_iteration", perturbation_interval=3,
+        hyperparam_mutations={"cfg": {"rate": [0.05, 0.1, 0.2, 0.4]}}, seed=0,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_every_scheduler_finishes_every_trial_within_resources(tmp_path, name):
+    rng = random.Random(1)
+    configs = flat((rng.choice([0.05, 0.1, 0.2, 0.4]), rng.uniform(1, 10)) for _ in range(9))
+    configs[4]["fail_at"] = 1
+    scheduler = SCHEDULERS[name]()
+    trials = _run(tmp_path, scheduler, configs)
+    statuses = sorted(t.status for t in trials)
+    assert statuses.count(Trial.ERROR) == 1, [(str(t), t.status, t.error_msg) for t in trials]
+    assert statuses.count(Trial.TERMINATED) == 8
+    assert all(t.last_result["training_iteration"] <= 27 for t in trials if t.last_result)
+    assert scheduler.debug_string()
+
+
+def test_asha_brackets_stop_below_cutoff():
+    bracket = _Bracket(min_t=1, max_t=9, reduction_factor=3, s=0)
+    assert [m for m, _ in bracket.rungs] == [9, 3, 1]
+    assert bracket.on_result("a", 1, 10.0) == "CONTINUE"
+    assert bracket.on_result("b", 1, 5.0) == "STOP"  # below the top third of {10}
+    assert bracket.on_result("c", 1, 20.0) == "CONTINUE"
+
+
+def test_asha_reaches_near_exhaustive_best_with_a_third_of_the_iterations(tmp_path):
+    rng = random.Random(0)
+    configs = flat((rng.uniform(0.01, 0.5), rng.uniform(1, 10)) for _ in range(27))
+    max_t = 81
+    best_exhaustive = max(c["ceiling"] * (1 - math.exp(-c["rate"] * max_t)) for c in configs)
+    scheduler = AsyncHyperBandScheduler(max_t=max_t, grace_period=1, reduction_factor=3, seed=0)
+    trials = _run(tmp_path, scheduler, configs, max_t=max_t)
+    used = sum(t.last_result["training_iteration"] for t in trials)
+    best_found = max(t.last_result["episode_reward_mean"] for t in trials)
+    assert used <= len(configs) * max_t / 3, used
+    assert best_found >= 0.95 * best_exhaustive, (best_found, best_exhaustive)
+
+
+def test_hyperband_fills_brackets_with_the_documented_sizes():
+    hb = HyperBandScheduler(max_t=81)
+    assert [hb._n0(s) for s in range(5)] == [5, 8, 15, 34, 81]  # ceil(5 / (s + 1) * 3**s)
+    assert [hb._r0(s) for s in range(5)] == [81, 27, 9, 3, 1]
+
+
+def test_hyperband_pauses_at_milestones_and_stops_the_bottom_trials(tmp_path):
+    configs = flat((0.1, c) for c in [1, 2, 3, 4, 5, 6, 7, 8, 9])
+    scheduler = HyperBandScheduler(max_t=9)
+    trials = _run(tmp_path, scheduler, configs, max_t=9)
+    iters = {t.config["cfg"]["ceiling"]: t.last_result["training_iteration"] for t in trials}
+    assert iters[9] == 9  # the best runs to max_t
+    assert min(iters.values()) < 9  # some were cut early
+    assert "Bracket(" in scheduler.debug_string()
+
+
+def test_median_stopping_rule_stops_trials_below_the_median():
+    class View:
+        def __init__(self, trial_id):
+            self.trial_id = trial_id
+            self.status = "RUNNING"
+
+    rule = MedianStoppingRule(time_attr="t", metric="m", grace_period=0, min_samples_required=2)
+    for tid, value in [("a", 10.0), ("b", 8.0)]:
+        rule.on_trial_result(None, View(tid), {"t": 1, "m": value})
+        rule.on_trial_complete(None, View(tid), {"t": 2, "m": value})
+    assert rule.on_trial_result(None, View("c"), {"t": 1, "m": 1.0}) == "STOP"
+    assert rule.on_trial_result(None, View("d"), {"t": 1, "m": 50.0}) == "CONTINUE"
+
+
+def test_pbt_explore_perturbs_lists_to_neighbours_and_scales_numbers():
+    rng = random.Random(0)
+    for _ in range(50):
+        new = explore({"lr": 1.0, "bs": 32, "opt": "b"}, {"lr": lambda: 5.0, "opt": ["a", "b", "c"]},
+                      resample_probability=0.0, custom_explore_fn=None, rng=rng)
+        assert new["lr"] in (pytest.approx(1.2), pytest.approx(0.8))
+        assert new["opt"] in ("a", "c") and new["bs"] == 32
+    resampled = explore({"lr": 1.0}, {"lr": lambda: 5.0}, 1.0, lambda c: {**c, "x": 1}, rng)
+    assert resampled == {"lr": 5.0, "x": 1}
+
+
+def test_pbt_requires_mutations_or_explore_fn():
+    with pytest.raises(TuneError, match="hyperparam_mutations"):
+        PopulationBasedTraining()
+
+
+class Walker(tune.Trainable):
+    """Toy learning-rate problem: theta walks towards a target in steps of `lr`.
+
+    A large lr arrives fast then oscillates around the target; a small one is slow;
+    a schedule that shrinks lr over time (what PBT discovers) gets closest.
+    """
+
+    TARGET = 10.37
+
+    def _setup(self, config):
+        self.theta = 0.0
+
+    def _train(self):
+        step = self.config["lr"]
+        self.theta += step if self.theta < self.TARGET else -step
+        return {"score": -abs(self.TARGET - self.theta)}
+
+    def _save(self, checkpoint_dir):
+        return {"theta": self.theta}
+
+    def _restore(self, state):
+        self.theta = state["theta"]
+
+    def reset_config(self, new_config):
+        self.config = new_config
+        return True
+
+
+def _walk(tmp_path, name, scheduler):
+    return tune.run(
+        Walker,
+        name=name,
+        config={"lr": tune.grid_search([0.05, 0.2, 1.0, 2.0])},
+        stop={"training_iteration": 30},
+        scheduler=scheduler,
+        local_dir=str(tmp_path),
+        verbose=0,
+        trial_executor=LocalTrialExecutor({"CPU": 4}),
+        loggers=[],
+    )
+
+
+def test_pbt_beats_the_best_fixed_learning_rate_on_the_toy_problem(tmp_path):
+    fixed = _walk(tmp_path, "fixed", FIFOScheduler())
+    best_fixed = max(t.last_result["score"] for t in fixed)
+    pbt = PopulationBasedTraining(
+        time_attr="training_iteration", metric="score", mode="max", perturbation_interval=2,
+        hyperparam_mutations={"lr": lambda: random.uniform(0.01, 2.0)}, resample_probability=0.0,
+        seed=3,
+    )
+    trials = _walk(tmp_path, "pbt", pbt)
+    best_pbt = max(t.last_result["score"] for t in trials)
+    assert best_pbt > best_fixed, (best_pbt, best_fixed)
+    assert pbt._num_perturbations > 0
+    assert any("@perturbed" in t.experiment_tag for t in trials)
