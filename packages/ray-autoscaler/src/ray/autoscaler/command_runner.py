@@ -72,13 +72,19 @@ def run_process(
     interactive: bool = False,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    on_output: Callable[[str], None] | None = None,
 ) -> ProcessResult:
-    """Run argv to completion; stdout+stderr captured unless ``interactive``."""
+    """Run argv to completion; stdout+stderr captured unless ``interactive``.
+
+    ``on_output`` receives each line as it arrives (``ray exec`` streams long jobs).
+    """
     full_env = {**os.environ, **env} if env else None
     try:
         if interactive:
             rc = subprocess.call(list(argv), env=full_env, cwd=cwd, timeout=timeout_s)
             return ProcessResult(rc, "")
+        if on_output is not None:
+            return _run_streaming(argv, full_env, cwd, on_output)
         done = subprocess.run(
             list(argv),
             stdin=subprocess.DEVNULL,
@@ -92,6 +98,25 @@ def run_process(
         out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else ""
         return ProcessResult(124, out + f"\n(timed out after {timeout_s} s)")
     return ProcessResult(done.returncode, done.stdout.decode(errors="replace"))
+
+
+def _run_streaming(argv, env, cwd, on_output: Callable[[str], None]) -> ProcessResult:
+    lines = []
+    with subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=cwd,
+        text=True,
+        errors="replace",
+    ) as proc:
+        for line in proc.stdout:
+            lines.append(line)
+            on_output(line.rstrip("\n"))
+        rc = proc.wait()
+    return ProcessResult(rc, "".join(lines))
 
 
 class CommandRunner(abc.ABC):
@@ -110,12 +135,14 @@ class CommandRunner(abc.ABC):
         env: Mapping[str, str] | None = None,
         port_forward: Sequence[int] = (),
         interactive: bool = False,
+        on_output: Callable[[str], None] | None = None,
     ) -> str:
         """Run ``cmd`` in a login shell on the node; return its output or raise CommandFailed."""
         argv = self.command_argv(
             with_env(cmd, env), port_forward=port_forward, interactive=interactive
         )
-        result = self.process_runner(argv, timeout_s=timeout_s, interactive=interactive)
+        extra = {"on_output": on_output} if on_output is not None else {}
+        result = self.process_runner(argv, timeout_s=timeout_s, interactive=interactive, **extra)
         if result.returncode != 0:
             raise CommandFailed(self.node_id, cmd, result.returncode, result.output)
         return result.output

@@ -211,6 +211,11 @@ class ClusterConfig:
         """A copy with top-level keys changed and re-validated (e.g. ``max_workers``)."""
         data = self.to_dict()
         data.update(changes)
+        if "initial_workers" not in changes:
+            # Overriding the limits (ray up --min-workers/--max-workers) drags the
+            # initial count along instead of failing on it.
+            low, high = data["min_workers"], data["max_workers"]
+            data["initial_workers"] = min(max(data["initial_workers"], low), max(high, low))
         return load_config(data)
 
 

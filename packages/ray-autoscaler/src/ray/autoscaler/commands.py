@@ -1,0 +1,692 @@
+"""``ray up/down/exec/attach/submit/rsync-up/rsync-down/get-head-ip/monitor``.
+
+Each command is a plain function (``create_or_update_cluster``, ``teardown_cluster``,
+...) plus a ``click.Command`` (``up_cmd``, ``down_cmd``, ...) that ray-core's ``ray``
+group loads from the ``ray.cli`` entry-point group. ``python -m ray.autoscaler``
+runs the same commands without ray-core's CLI.
+
+``ray up`` launches (or finds) the head node, syncs ``file_mounts`` plus the
+bootstrapped config and SSH key (``~/ray_bootstrap_config.yaml``,
+``~/ray_bootstrap_key.pem``), and runs the head's setup and start commands; the
+head's ``ray start --autoscaling-config`` then runs the monitor, which launches
+the workers.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+import yaml
+
+from ray.autoscaler.autoscaler import make_command_runner
+from ray.autoscaler.command_runner import CommandFailed, DockerCommandRunner, SSHCommandRunner
+from ray.autoscaler.config import (
+    ClusterConfig,
+    ConfigError,
+    hash_launch_config,
+    hash_runtime_config,
+    load_config,
+)
+from ray.autoscaler.node_provider import (
+    NodeProvider,
+    ProviderError,
+    get_node_provider,
+    get_provider_class,
+)
+from ray.autoscaler.tags import (
+    NODE_KIND_HEAD,
+    NODE_KIND_WORKER,
+    STATUS_UNINITIALIZED,
+    TAG_RAY_LAUNCH_CONFIG,
+    TAG_RAY_NODE_KIND,
+    TAG_RAY_NODE_NAME,
+    TAG_RAY_NODE_STATUS,
+    TAG_RAY_USER_NODE_TYPE,
+)
+from ray.autoscaler.updater import Backoff, NodeUpdater, UpdatePlan
+
+BOOTSTRAP_CONFIG_PATH = "~/ray_bootstrap_config.yaml"
+BOOTSTRAP_KEY_PATH = "~/ray_bootstrap_key.pem"
+MONITOR_LOG_GLOB = "/tmp/ray/session_*/logs/monitor*"
+
+Echo = Callable[[str], None]
+
+
+class ClusterError(click.ClickException):
+    """A cluster command failed; the message says what to do."""
+
+
+def _load(config_file: str, override_cluster_name: str | None, **overrides: Any) -> ClusterConfig:
+    try:
+        config = load_config(config_file)
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        if override_cluster_name:
+            changes["cluster_name"] = override_cluster_name
+        return config.replace(**changes) if changes else config
+    except ConfigError as e:
+        raise ClusterError(str(e))
+
+
+def _provider(config: ClusterConfig) -> NodeProvider:
+    try:
+        return get_node_provider(config.provider, config.cluster_name)
+    except ProviderError as e:
+        raise ClusterError(str(e))
+
+
+def _head_nodes(provider: NodeProvider) -> list[str]:
+    return provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_HEAD})
+
+
+def _require_head(provider: NodeProvider, config: ClusterConfig) -> str:
+    heads = _head_nodes(provider)
+    if not heads:
+        raise ClusterError(
+            f"head node of cluster {config.cluster_name!r} not found: start it with "
+            "`ray up` (or pass --start)"
+        )
+    return heads[0]
+
+
+def _confirm(message: str, yes: bool) -> None:
+    if not yes:
+        click.confirm(message, abort=True)
+
+
+def _wait(
+    what: str, ready: Callable[[], Any], timeout_s: float, sleep: Callable[[float], None]
+) -> Any:
+    deadline = time.monotonic() + timeout_s
+    delay = 0.1
+    while True:
+        value = ready()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+
+# ---------------------------------------------------------------------------- up
+def create_or_update_cluster(
+    config_file: str,
+    *,
+    override_min_workers: int | None = None,
+    override_max_workers: int | None = None,
+    no_restart: bool = False,
+    restart_only: bool = False,
+    yes: bool = False,
+    override_cluster_name: str | None = None,
+    process_runner: Any = None,
+    echo: Echo = click.echo,
+    sleep: Callable[[float], None] = time.sleep,
+    ssh_backoff: Backoff = Backoff(),
+) -> str:
+    """Launch or update the head node; return its node id."""
+    if no_restart and restart_only:
+        raise ClusterError("--restart-only and --no-restart cannot be combined: pick one")
+    config = _load(
+        config_file,
+        override_cluster_name,
+        min_workers=override_min_workers,
+        max_workers=override_max_workers,
+    )
+    try:
+        cls = get_provider_class(config.provider)
+        config = load_config(cls.bootstrap_config(config.to_dict()))
+    except (ProviderError, ConfigError) as e:
+        raise ClusterError(str(e))
+    provider = _provider(config)
+    try:
+        head = _launch_head_if_needed(config, provider, yes, echo, sleep)
+        _update_head(
+            config,
+            provider,
+            head,
+            no_restart=no_restart,
+            restart_only=restart_only,
+            process_runner=process_runner,
+            echo=echo,
+            sleep=sleep,
+            ssh_backoff=ssh_backoff,
+        )
+    finally:
+        provider.cleanup()
+    ip = _head_ip(config, provider, head)
+    echo(f"Head node {head} of cluster {config.cluster_name!r} is up at {ip}.")
+    echo(f"  To run a command on it:  ray exec {config_file} 'ray status'")
+    echo(f"  To open a shell on it:   ray attach {config_file}")
+    if isinstance(provider.get_command_runner(head, config.auth), SSHCommandRunner):
+        key = config.auth.get("ssh_private_key")
+        user = config.auth.get("ssh_user", "ubuntu")
+        echo(f"  Or: ssh {'-i ' + key + ' ' if key else ''}{user}@{ip}")
+    return head
+
+
+def _launch_head_if_needed(
+    config: ClusterConfig, provider: NodeProvider, yes: bool, echo: Echo, sleep
+) -> str:
+    head_type = config.node_types[config.head_node_type]
+    launch_hash = hash_launch_config(head_type.node_config, config.auth)
+    heads = _head_nodes(provider)
+    if heads and provider.node_tags(heads[0]).get(TAG_RAY_LAUNCH_CONFIG) != launch_hash:
+        _confirm("The head node's config changed: terminate it and launch a new one?", yes)
+        echo(f"Terminating out-of-date head node {heads[0]}")
+        provider.terminate_node(heads[0])
+        heads = []
+    if heads:
+        echo(f"Updating head node {heads[0]} of cluster {config.cluster_name!r}")
+        return heads[0]
+    _confirm(f"This will create a new cluster {config.cluster_name!r}. Continue?", yes)
+    echo(f"Launching a new head node for cluster {config.cluster_name!r}")
+    provider.create_node(
+        head_type.node_config,
+        {
+            TAG_RAY_NODE_KIND: NODE_KIND_HEAD,
+            TAG_RAY_USER_NODE_TYPE: config.head_node_type,
+            TAG_RAY_NODE_NAME: f"ray-{config.cluster_name}-head",
+            TAG_RAY_NODE_STATUS: STATUS_UNINITIALIZED,
+            TAG_RAY_LAUNCH_CONFIG: launch_hash,
+        },
+        1,
+    )
+    head = _wait(
+        "the head node to appear", lambda: (_head_nodes(provider) or [None])[0], 300, sleep
+    )
+    _wait(f"head node {head} to start", lambda: provider.is_running(head), 600, sleep)
+    return head
+
+
+def _head_ip(config: ClusterConfig, provider: NodeProvider, head: str) -> str:
+    if config.provider.get("use_internal_ips"):
+        return provider.internal_ip(head) or ""
+    return provider.external_ip(head) or provider.internal_ip(head) or ""
+
+
+def _bootstrap_files(config: ClusterConfig, workdir: str) -> dict[str, str]:
+    """The config (and key) the head's monitor needs, as extra file mounts."""
+    remote_config = config.to_dict()
+    mounts = {}
+    key = config.auth.get("ssh_private_key")
+    if key:
+        mounts[BOOTSTRAP_KEY_PATH] = os.path.expanduser(key)
+        remote_config["auth"] = {**remote_config["auth"], "ssh_private_key": BOOTSTRAP_KEY_PATH}
+    # file_mounts were synced by ray up; the monitor syncs them from the head to workers.
+    remote_config["file_mounts"] = {k: k for k in config.file_mounts}
+    path = os.path.join(workdir, "ray_bootstrap_config.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(remote_config, f, sort_keys=False)
+    mounts[BOOTSTRAP_CONFIG_PATH] = path
+    return mounts
+
+
+def _update_head(
+    config: ClusterConfig,
+    provider: NodeProvider,
+    head: str,
+    *,
+    no_restart: bool,
+    restart_only: bool,
+    process_runner,
+    echo: Echo,
+    sleep,
+    ssh_backoff: Backoff,
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="ray-up-") as workdir:
+        mounts = {**config.file_mounts, **_bootstrap_files(config, workdir)}
+        update = UpdatePlan(
+            file_mounts=mounts,
+            initialization_commands=config.initialization_commands,
+            setup_commands=config.setup_commands + config.head_setup_commands,
+            start_commands=config.head_start_ray_commands,
+            runtime_hash=hash_runtime_config(config, head=True),
+            env={"RAY_HEAD_IP": provider.internal_ip(head) or ""},
+            no_restart=no_restart,
+            restart_only=restart_only,
+        )
+        runner = make_command_runner(config, provider, head, process_runner)
+        updater = NodeUpdater(
+            head, provider, runner, update, ssh_backoff=ssh_backoff, sleep=sleep, log=echo
+        )
+        if not updater.run():
+            raise ClusterError(
+                f"setting up head node {head} failed: {updater.error}\n"
+                "Fix the failing command in the cluster YAML and run `ray up` again."
+            )
+
+
+# ---------------------------------------------------------------------------- down
+def teardown_cluster(
+    config_file: str,
+    *,
+    yes: bool = False,
+    workers_only: bool = False,
+    override_cluster_name: str | None = None,
+    process_runner: Any = None,
+    echo: Echo = click.echo,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Stop Ray and terminate the workers, then (unless workers_only) the head."""
+    config = _load(config_file, override_cluster_name)
+    _confirm(f"This will destroy cluster {config.cluster_name!r}. Continue?", yes)
+    provider = _provider(config)
+    try:
+        workers = provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_WORKER})
+        heads = [] if workers_only else _head_nodes(provider)
+        if provider.nodes_outlive_termination:
+            _stop_ray(config, provider, workers + heads, process_runner, echo)
+        if workers:
+            echo(f"Terminating {len(workers)} worker node(s)")
+            provider.terminate_nodes(workers)
+            _wait(
+                "workers to terminate",
+                lambda: not provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_WORKER}),
+                300,
+                sleep,
+            )
+        if heads:
+            echo(f"Terminating head node {heads[0]}")
+            provider.terminate_nodes(heads)
+    finally:
+        provider.cleanup()
+
+
+def _stop_ray(config, provider, nodes, process_runner, echo: Echo) -> None:
+    """``ray stop`` on machines that keep running after "termination" (local provider)."""
+
+    def stop(node_id: str) -> None:
+        runner = make_command_runner(config, provider, node_id, process_runner)
+        try:
+            if isinstance(runner, DockerCommandRunner):
+                runner.run_on_host(runner.stop_container_command(), timeout_s=60)
+            else:
+                runner.run("ray stop", timeout_s=60)
+        except CommandFailed as e:
+            echo(f"ray stop on {node_id} failed (continuing): {e}")
+
+    threads = [threading.Thread(target=stop, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+
+
+# ---------------------------------------------------------------------------- exec & co
+def exec_cluster(
+    config_file: str,
+    cmd: str | None,
+    *,
+    docker: bool = False,
+    screen: bool = False,
+    tmux: bool = False,
+    stop: bool = False,
+    start: bool = False,
+    override_cluster_name: str | None = None,
+    port_forward: Sequence[int] = (),
+    interactive: bool = False,
+    process_runner: Any = None,
+    echo: Echo = click.echo,
+) -> str:
+    """Run ``cmd`` on the head node (in the container with ``docker``); return its output."""
+    if screen and tmux:
+        raise ClusterError("--screen and --tmux cannot be combined: pick one")
+    config = _load(config_file, override_cluster_name)
+    if start:
+        create_or_update_cluster(
+            config_file,
+            yes=True,
+            override_cluster_name=override_cluster_name,
+            process_runner=process_runner,
+            echo=echo,
+        )
+    provider = _provider(config)
+    try:
+        head = _require_head(provider, config)
+        runner = make_command_runner(config, provider, head, process_runner)
+        if isinstance(runner, DockerCommandRunner) and not docker:
+            runner = runner.ssh
+        if stop and (screen or tmux):
+            # Detached: the head tears the cluster down itself when the command ends.
+            cmd = f"{cmd}; ray down {BOOTSTRAP_CONFIG_PATH} --yes"
+        wrapped = _wrap_session(cmd, screen=screen, tmux=tmux) if cmd else "bash"
+        try:
+            output = runner.run(
+                wrapped,
+                timeout_s=None,
+                port_forward=port_forward,
+                interactive=interactive,
+                on_output=None if interactive else echo,
+            )
+        except CommandFailed as e:
+            raise ClusterError(
+                f"command failed on head node {head} (exit status {e.returncode}): {cmd}"
+            )
+    finally:
+        provider.cleanup()
+    if stop and not (screen or tmux):
+        teardown_cluster(
+            config_file,
+            yes=True,
+            override_cluster_name=override_cluster_name,
+            process_runner=process_runner,
+            echo=echo,
+        )
+    return output
+
+
+def _wrap_session(cmd: str, *, screen: bool, tmux: bool) -> str:
+    # Keep the session open after the command so its output can be read on attach.
+    keep = shlex.quote(f"{cmd}; exec bash")
+    if screen:
+        return f"screen -L -dm bash -c {keep}"
+    if tmux:
+        return f"tmux new -d bash -c {keep}"
+    return cmd
+
+
+def attach_cluster(
+    config_file: str,
+    *,
+    start: bool = False,
+    use_tmux: bool = False,
+    override_cluster_name: str | None = None,
+    new: bool = False,
+    process_runner: Any = None,
+) -> None:
+    if use_tmux:
+        cmd = "tmux new" if new else "tmux attach || tmux new"
+    else:
+        cmd = "screen -L" if new else "screen -L -xRR"
+    exec_cluster(
+        config_file,
+        cmd,
+        start=start,
+        override_cluster_name=override_cluster_name,
+        interactive=True,
+        process_runner=process_runner,
+    )
+
+
+def rsync(
+    config_file: str,
+    source: str,
+    target: str,
+    *,
+    down: bool,
+    override_cluster_name: str | None = None,
+    process_runner: Any = None,
+) -> None:
+    config = _load(config_file, override_cluster_name)
+    provider = _provider(config)
+    try:
+        head = _require_head(provider, config)
+        runner = provider.get_command_runner(
+            head,
+            config.auth,
+            use_internal_ip=bool(config.provider.get("use_internal_ips")),
+            process_runner=process_runner,
+        )
+        try:
+            if down:
+                runner.run_rsync_down(source, target)
+            else:
+                runner.run_rsync_up(source, target)
+        except CommandFailed as e:
+            raise ClusterError(str(e))
+    finally:
+        provider.cleanup()
+
+
+def submit_script(
+    config_file: str,
+    script: str,
+    script_args: Sequence[str] = (),
+    **exec_options: Any,
+) -> str:
+    """Copy ``script`` to the head's home directory and run it with ``python``."""
+    if not os.path.isfile(script):
+        raise ClusterError(f"script {script!r} not found: pass the path of a Python file")
+    start = exec_options.pop("start", False)
+    process_runner = exec_options.get("process_runner")
+    name = exec_options.get("override_cluster_name")
+    if start:
+        create_or_update_cluster(
+            config_file, yes=True, override_cluster_name=name, process_runner=process_runner,
+            echo=exec_options.get("echo", click.echo),
+        )  # fmt: skip
+    target = f"~/{os.path.basename(script)}"
+    rsync(
+        config_file,
+        script,
+        target,
+        down=False,
+        override_cluster_name=name,
+        process_runner=process_runner,
+    )
+    # "~/" stays unquoted so the remote shell expands it.
+    cmd = f"python ~/{shlex.quote(os.path.basename(script))} {shlex.join(script_args)}".strip()
+    return exec_cluster(config_file, cmd, **exec_options)
+
+
+def get_head_node_ip(config_file: str, override_cluster_name: str | None = None) -> str:
+    config = _load(config_file, override_cluster_name)
+    provider = _provider(config)
+    try:
+        return _head_ip(config, provider, _require_head(provider, config))
+    finally:
+        provider.cleanup()
+
+
+# ---------------------------------------------------------------------------- click
+_CLUSTER_NAME = click.option(
+    "--cluster-name", "-n", default=None, help="Override the configured cluster name."
+)
+_YES = click.option("--yes", "-y", is_flag=True, default=False, help="Don't ask for confirmation.")
+_CONFIG = click.argument("cluster_config_file", type=str)
+
+
+@click.command("up")
+@_CONFIG
+@click.option(
+    "--no-restart",
+    is_flag=True,
+    default=False,
+    help="Whether to skip restarting Ray services during the update. "
+    "This avoids interrupting running jobs.",
+)
+@click.option(
+    "--restart-only",
+    is_flag=True,
+    default=False,
+    help="Whether to skip running setup commands and only restart Ray. "
+    "This cannot be used with 'no-restart'.",
+)
+@click.option(
+    "--min-workers", type=int, default=None, help="Override the configured min worker node count."
+)
+@click.option(
+    "--max-workers", type=int, default=None, help="Override the configured max worker node count."
+)
+@_CLUSTER_NAME
+@_YES
+def up_cmd(
+    cluster_config_file, no_restart, restart_only, min_workers, max_workers, cluster_name, yes
+):
+    """Create or update a Ray cluster."""
+    create_or_update_cluster(
+        cluster_config_file,
+        override_min_workers=min_workers,
+        override_max_workers=max_workers,
+        no_restart=no_restart,
+        restart_only=restart_only,
+        yes=yes,
+        override_cluster_name=cluster_name,
+    )
+
+
+@click.command("down")
+@_CONFIG
+@click.option("--workers-only", is_flag=True, default=False, help="Only destroy the workers.")
+@_YES
+@_CLUSTER_NAME
+def down_cmd(cluster_config_file, workers_only, yes, cluster_name):
+    """Tear down a Ray cluster."""
+    teardown_cluster(
+        cluster_config_file, yes=yes, workers_only=workers_only, override_cluster_name=cluster_name
+    )
+
+
+def _exec_options(fn):
+    for option in reversed(
+        [
+            click.option("--docker", is_flag=True, default=False, help="Run the command in the docker container specified in the config."),
+            click.option("--stop", is_flag=True, default=False, help="Stop the cluster after the command finishes running."),
+            click.option("--start", is_flag=True, default=False, help="Start the cluster if needed."),
+            click.option("--screen", is_flag=True, default=False, help="Run the command in a screen."),
+            click.option("--tmux", is_flag=True, default=False, help="Run the command in tmux."),
+            _CLUSTER_NAME,
+            click.option("--port-forward", "-p", type=int, multiple=True, help="Port to forward (local port = remote port)."),
+        ]
+    ):  # fmt: skip
+        fn = option(fn)
+    return fn
+
+
+@click.command("exec")
+@_CONFIG
+@click.argument("cmd", required=True, type=str)
+@_exec_options
+def exec_cmd(
+    cluster_config_file, cmd, docker, stop, start, screen, tmux, cluster_name, port_forward
+):
+    """Run a shell command on the head node of a Ray cluster."""
+    exec_cluster(
+        cluster_config_file,
+        cmd,
+        docker=docker,
+        screen=screen,
+        tmux=tmux,
+        stop=stop,
+        start=start,
+        override_cluster_name=cluster_name,
+        port_forward=port_forward,
+    )
+
+
+@click.command("submit")
+@_CONFIG
+@click.argument("script", required=True, type=str)
+@click.argument("script_args", nargs=-1, type=str)
+@_exec_options
+def submit_cmd(
+    cluster_config_file,
+    script,
+    script_args,
+    docker,
+    stop,
+    start,
+    screen,
+    tmux,
+    cluster_name,
+    port_forward,
+):
+    """Upload a Python script to the head node and run it there."""
+    submit_script(
+        cluster_config_file,
+        script,
+        script_args,
+        docker=docker,
+        screen=screen,
+        tmux=tmux,
+        stop=stop,
+        start=start,
+        override_cluster_name=cluster_name,
+        port_forward=port_forward,
+    )
+
+
+@click.command("attach")
+@_CONFIG
+@click.option("--start", is_flag=True, default=False, help="Start the cluster if needed.")
+@click.option("--tmux", is_flag=True, default=False, help="Run the command in tmux.")
+@_CLUSTER_NAME
+@click.option("--new", "-N", is_flag=True, help="Force creation of a new screen.")
+def attach_cmd(cluster_config_file, start, tmux, cluster_name, new):
+    """Open an interactive screen (or tmux) session on the head node."""
+    attach_cluster(
+        cluster_config_file, start=start, use_tmux=tmux, override_cluster_name=cluster_name, new=new
+    )
+
+
+@click.command("rsync-up")
+@_CONFIG
+@click.argument("source", required=True, type=str)
+@click.argument("target", required=True, type=str)
+@_CLUSTER_NAME
+def rsync_up_cmd(cluster_config_file, source, target, cluster_name):
+    """Upload local files to the head node."""
+    rsync(cluster_config_file, source, target, down=False, override_cluster_name=cluster_name)
+
+
+@click.command("rsync-down")
+@_CONFIG
+@click.argument("source", required=True, type=str)
+@click.argument("target", required=True, type=str)
+@_CLUSTER_NAME
+def rsync_down_cmd(cluster_config_file, source, target, cluster_name):
+    """Download files from the head node."""
+    rsync(cluster_config_file, source, target, down=True, override_cluster_name=cluster_name)
+
+
+@click.command("get-head-ip")
+@_CONFIG
+@_CLUSTER_NAME
+def get_head_ip_cmd(cluster_config_file, cluster_name):
+    """Print the head node's IP address."""
+    click.echo(get_head_node_ip(cluster_config_file, cluster_name))
+
+
+@click.command("monitor")
+@_CONFIG
+@click.option("--lines", type=int, default=100, help="Lines of history to show first.")
+@_CLUSTER_NAME
+def monitor_cmd(cluster_config_file, lines, cluster_name):
+    """Follow the autoscaler's log on the head node."""
+    exec_cluster(
+        cluster_config_file,
+        f"tail -n {int(lines)} -f {MONITOR_LOG_GLOB}",
+        override_cluster_name=cluster_name,
+    )
+
+
+COMMANDS = [
+    up_cmd,
+    down_cmd,
+    exec_cmd,
+    submit_cmd,
+    attach_cmd,
+    rsync_up_cmd,
+    rsync_down_cmd,
+    get_head_ip_cmd,
+    monitor_cmd,
+]
+
+
+def cli() -> click.Group:
+    """A ``ray``-like group with just these commands (``python -m ray.autoscaler``)."""
+    group = click.Group("ray", help="Ray cluster launcher (ray.autoscaler).")
+    for command in COMMANDS:
+        group.add_command(command)
+    # The 0.7 docs spell some of them with underscores.
+    group.add_command(rsync_up_cmd, "rsync_up")
+    group.add_command(rsync_down_cmd, "rsync_down")
+    group.add_command(get_head_ip_cmd, "get_head_ip")
+    return group
