@@ -266,3 +266,54 @@ def test_aws_up_exec_down_end_to_end_on_moto(moto_env, tmp_path):
         "shutting-down",
         "terminated",
     )
+
+
+class Recorder:
+    """Process runner that records the argv it is given and succeeds."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, argv, **kwargs):
+        from ray.autoscaler.command_runner import ProcessResult
+
+        self.calls.append((argv, kwargs))
+        return ProcessResult(0, "")
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ({}, "screen -L -xRR"),
+        ({"new": True}, "screen -L"),
+        ({"use_tmux": True}, "tmux attach || tmux new"),
+        ({"use_tmux": True, "new": True}, "tmux new"),
+    ],
+)
+def test_attach_opens_an_interactive_session_on_the_head(memory_cluster, options, expected):
+    path, provider, root = memory_cluster
+    invoke(commands.up_cmd, path, "-y")
+    recorder = Recorder()
+    commands.attach_cluster(str(path), process_runner=recorder, **options)
+    ((argv, kwargs),) = recorder.calls
+    assert argv[-1].endswith(expected) and kwargs["interactive"] is True
+
+
+def test_exec_screen_and_tmux_run_detached_sessions(memory_cluster):
+    path, provider, root = memory_cluster
+    invoke(commands.up_cmd, path, "-y")
+    recorder = Recorder()
+    commands.exec_cluster(str(path), "python train.py", tmux=True, process_runner=recorder)
+    commands.exec_cluster(str(path), "python train.py", screen=True, process_runner=recorder)
+    tmux, screen = (argv[-1] for argv, _ in recorder.calls)
+    assert "tmux new -d bash -c 'python train.py; exec bash'" in tmux
+    assert "screen -L -dm bash -c 'python train.py; exec bash'" in screen
+
+
+def test_monitor_tails_the_autoscaler_log_on_the_head(memory_cluster):
+    path, provider, root = memory_cluster
+    invoke(commands.up_cmd, path, "-y")
+    recorder = Recorder()
+    commands.monitor_cluster(str(path), lines=20, process_runner=recorder)
+    ((argv, _),) = recorder.calls
+    assert argv[-1].endswith("tail -n 20 -f /tmp/ray/session_*/logs/monitor*")

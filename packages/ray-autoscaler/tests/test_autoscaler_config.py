@@ -137,3 +137,24 @@ def test_runtime_hash_changes_with_file_mount_contents(tmp_path):
 def test_config_error_pickles():
     err = pickle.loads(pickle.dumps(ConfigError("bad", key="k")))
     assert str(err) == "bad" and err.key == "k"
+
+
+EXAMPLES = ["local", "aws", "gcp", "kubernetes"]
+
+
+@pytest.mark.parametrize("provider", EXAMPLES)
+def test_shipped_example_yamls_validate(provider):
+    import importlib.resources
+
+    text = (
+        importlib.resources.files("ray.autoscaler") / provider / "example-full.yaml"
+    ).read_text()
+    data = yaml.safe_load(text)
+    if provider == "gcp":
+        # The docs ask users to fill in their project id; until then the error says so.
+        with pytest.raises(ConfigError, match="provider.project_id"):
+            load_config(data)
+        data["provider"]["project_id"] = "my-project"
+    config = load_config(data)
+    assert config.provider["type"] == provider
+    assert config.head_start_ray_commands and config.worker_start_ray_commands

@@ -476,6 +476,22 @@ def submit_script(
     return exec_cluster(config_file, cmd, **exec_options)
 
 
+def monitor_cluster(
+    config_file: str,
+    *,
+    lines: int = 100,
+    override_cluster_name: str | None = None,
+    process_runner: Any = None,
+) -> None:
+    """Follow the monitor's log on the head node (until interrupted)."""
+    exec_cluster(
+        config_file,
+        f"tail -n {int(lines)} -f {MONITOR_LOG_GLOB}",
+        override_cluster_name=override_cluster_name,
+        process_runner=process_runner,
+    )
+
+
 def get_head_node_ip(config_file: str, override_cluster_name: str | None = None) -> str:
     config = _load(config_file, override_cluster_name)
     provider = _provider(config)
@@ -660,11 +676,7 @@ def get_head_ip_cmd(cluster_config_file, cluster_name):
 @_CLUSTER_NAME
 def monitor_cmd(cluster_config_file, lines, cluster_name):
     """Follow the autoscaler's log on the head node."""
-    exec_cluster(
-        cluster_config_file,
-        f"tail -n {int(lines)} -f {MONITOR_LOG_GLOB}",
-        override_cluster_name=cluster_name,
-    )
+    monitor_cluster(cluster_config_file, lines=lines, override_cluster_name=cluster_name)
 
 
 COMMANDS = [

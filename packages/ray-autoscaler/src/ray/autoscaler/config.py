@@ -308,7 +308,7 @@ def _check_consistency(data: dict, where: str) -> None:
         "external": ("module",),
     }
     for key in required.get(provider["type"], ()):
-        if not provider.get(key):
+        if provider.get(key) in (None, ""):
             fail(
                 f"provider.{key}",
                 f"the {provider['type']} provider needs it: add provider.{key} "
