@@ -176,6 +176,7 @@ class NodeProcesses:
             cmd += ["--owner-pid", str(os.getpid())]
         env = dict(os.environ)
         env["RAY_CONFIG_JSON"] = config_to_json(config)
+        env.setdefault("PLASMA_PREFAULT_BYTES", str(config.object_store_prefault_bytes))
         with self._log(f"raylet-{node_id[:8]}.out") as out:
             proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -44,6 +44,8 @@ class NodeManager:
         self.num_prestart = int(total.get("CPU", 0)) if prestart is None else prestart
         env = dict(os.environ)
         env["RAY_CONFIG_JSON"] = args.config_json
+        # Workers fault pages in as they touch them; only drivers pre-fault (fast first put).
+        env["PLASMA_CLIENT_PREFAULT_BYTES"] = "0"
         self.pool = WorkerPool(
             session_dir=self.session_dir,
             worker_args=[

@@ -74,11 +74,11 @@ class ActorManager:
     def _table_get(self, actor_id: bytes) -> dict | None:
         return self.core.gcs.hget_obj(keys.ACTORS, actor_id.hex())
 
-    def _table_put(self, actor_id: bytes, **fields) -> dict:
-        entry = self._table_get(actor_id) or {}
+    def _table_put(self, aid: bytes, **fields) -> dict:
+        entry = self._table_get(aid) or {}
         entry.update(fields)
-        self.core.gcs.hset_obj(keys.ACTORS, actor_id.hex(), entry)
-        self.core.gcs.publish_obj(keys.channel_actor(actor_id.hex()), entry)
+        self.core.gcs.hset_obj(keys.ACTORS, aid.hex(), entry)
+        self.core.gcs.publish_obj(keys.channel_actor(aid.hex()), entry)
         return entry
 
     # -- creation (owner) ------------------------------------------------------------------

@@ -94,6 +94,10 @@ class CoreWorker:
         self.loop.start()
         self._listen()
         self.raylet = self._connect_raylet(node["raylet_socket"])
+        if mode == MODE_DRIVER:
+            os.environ.setdefault(
+                "PLASMA_CLIENT_PREFAULT_BYTES", str(config.object_store_prefault_bytes)
+            )
         self.plasma = plasma.connect(node["plasma_socket"])
 
         from ray._private.runtime.actor_manager import ActorManager
