@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import Counter
 
@@ -181,10 +182,13 @@ def test_unknown_size_type_launches_one_node_then_waits_for_it():
     assert first.launch == {"w": 1}
     second = plan(snapshot(NodeView("p", "w", pending=True), demand=cpus(10)), types, WIDE)
     assert second.launch == {}
-    # Once live, it reports its size and the rest of the demand is packed for real.
+    # Once live, it reports its size (4 CPUs) and the rest is packed for real.
     live = NodeView("p", "w", total={"CPU": 4}, available={"CPU": 0})
     third = plan(snapshot(live, demand=cpus(8)), types, WIDE)
-    assert third.launch == {"w": 1}
+    assert third.launch == {"w": 2}
+    # ...and demand it can never hold becomes infeasible instead of relaunching it.
+    fourth = plan(snapshot(live, demand=[{"GPU": 1}]), types, WIDE)
+    assert fourth.infeasible == ({"GPU": 1},)
 
 
 # ------------------------------------------------------------------ invariants
@@ -211,12 +215,27 @@ def check_invariants(snap, types, policy, result):
     # Never terminates below min_workers unless above max_workers.
     if len(workers) <= policy.max_workers:
         assert after >= min(policy.min_workers, len(workers) + result.num_launches)
-    # Infeasible bundles are exactly those no node type can hold.
+    # Infeasible bundles are those no node type can hold; a type of unknown size
+    # is as big as its live nodes report.
+    sizes = {name: t.resources for name, t in types.items()}
+    for node in snap.nodes:
+        if sizes.get(node.node_type, 0) is None and not node.pending and node.total:
+            sizes[node.node_type] = node.total
     for bundle in result.infeasible:
         assert not any(
-            t.resources is None or all(t.resources.get(k, 0) >= v for k, v in bundle.items())
-            for t in types.values()
+            size is None or all(size.get(k, 0) >= v for k, v in bundle.items())
+            for size in sizes.values()
         )
+
+
+def learn_sizes(types, snap):
+    """What StandardAutoscaler remembers between rounds: sizes that live nodes reported."""
+    learned = dict(types)
+    for node in snap.nodes:
+        t = learned.get(node.node_type)
+        if t is not None and t.resources is None and not node.pending and node.total:
+            learned[node.node_type] = dataclasses.replace(t, resources=dict(node.total))
+    return learned
 
 
 def apply(snap, result, now_s):
@@ -315,7 +334,87 @@ def test_property_plans_respect_limits_and_never_kill_busy_nodes_or_head(scenari
 def test_property_replanning_after_launch_does_not_relaunch_for_the_same_demand(scenario):
     snap, types, policy = scenario
     first = plan(snap, types, policy)
-    second = plan(apply(snap, first, snap.now_s), types, policy)
+    second = plan(apply(snap, first, snap.now_s), learn_sizes(types, snap), policy)
     # Only the upscaling rate may hold launches back for a later round.
     if not any("upscaling rate" in r for r in first.reasons):
         assert second.num_launches == 0, (first, second)
+
+
+# ------------------------------------------------------------------ multi-round simulation
+
+
+def simulate(types, policy, demand, rounds=25, step_s=10.0):
+    """Tasks that run forever: each round the scheduler places queued bundles on live
+    nodes (first fit), the planner sees what is left, launches become live next round.
+    Like StandardAutoscaler, the shell remembers the size a type's nodes reported."""
+    types = dict(types)
+    nodes: dict[str, dict] = {}  # id -> {type, pending, free, busy, since}
+    queued = list(demand)
+    history = []
+    counter = itertools.count()
+    for r in range(rounds):
+        now = r * step_s
+        for node in nodes.values():
+            if node["pending"]:
+                node["pending"] = False
+                node["free"] = dict(types[node["type"]].resources or {"CPU": 2.0})
+                node["total"] = dict(node["free"])
+                node["since"] = now
+                t = types[node["type"]]
+                if t.resources is None:
+                    types[node["type"]] = dataclasses.replace(t, resources=dict(node["total"]))
+        still = []
+        for bundle in queued:
+            for node in nodes.values():
+                if not node["pending"] and all(
+                    node["free"].get(k, 0) >= v for k, v in bundle.items()
+                ):
+                    for k, v in bundle.items():
+                        node["free"][k] -= v
+                    node["busy"] = True
+                    break
+            else:
+                still.append(bundle)
+        queued = still
+        views = [HEAD] + [
+            NodeView(i, n["type"], pending=True)
+            if n["pending"]
+            else NodeView(
+                i,
+                n["type"],
+                total=n["total"],
+                available=dict(n["free"]),
+                idle_since_s=None if n["busy"] else n["since"],
+            )  # fmt: skip
+            for i, n in nodes.items()
+        ]
+        snap = ClusterSnapshot(nodes=tuple(views), demand=tuple(queued), now_s=now)
+        result = plan(snap, types, policy)
+        check_invariants(snap, types, policy, result)
+        for node_id in result.terminate:
+            assert not nodes[node_id]["busy"], "terminated a node running tasks"
+            del nodes[node_id]
+        for name in Counter(result.launch).elements():
+            nodes[f"n{next(counter)}"] = {"type": name, "pending": True, "busy": False}
+        history.append(result)
+    return history, queued
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_property_simulated_cluster_converges_without_oscillating(scenario):
+    snap, types, policy = scenario
+    policy = dataclasses.replace(policy, idle_timeout_s=30.0)
+    history, queued = simulate(types, policy, snap.demand)
+    # Converged: the last rounds neither launch nor terminate.
+    for result in history[-5:]:
+        assert result.num_launches == 0 and result.terminate == (), history
+    # Bundles no type can hold never got a node.
+    for bundle in history[-1].infeasible:
+        assert bundle in queued
+
+
+def test_simulated_golden_demand_lands_on_the_golden_nodes():
+    history, queued = simulate(GOLDEN_TYPES, WIDE, cpus(9))
+    assert history[0].launch == {"cpu8": 1, "cpu2": 1}
+    assert queued == [] and all(r.num_launches == 0 for r in history[1:])

@@ -106,6 +106,7 @@ def plan(
     policy: ScalingPolicy,
 ) -> ScalingPlan:
     """Decide which nodes to launch and terminate; see the module docstring."""
+    node_types = _with_reported_sizes(node_types, snapshot.nodes)
     first = _plan_once(snapshot, node_types, policy)
     if not first.terminate:
         return first
@@ -121,6 +122,19 @@ def plan(
         terminate=first.terminate + second.terminate,
         reasons=tuple(dict.fromkeys(first.reasons + second.reasons)),
     )
+
+
+def _with_reported_sizes(
+    node_types: Mapping[str, NodeType], nodes: Sequence[NodeView]
+) -> Mapping[str, NodeType]:
+    """A type of unknown size takes the size its live nodes report (else it never
+    turns infeasible, and demand it cannot hold would relaunch it forever)."""
+    sized = dict(node_types)
+    for node in nodes:
+        t = sized.get(node.node_type)
+        if t is not None and t.resources is None and not node.pending and node.total:
+            sized[node.node_type] = dataclasses.replace(t, resources=dict(node.total))
+    return sized
 
 
 def _plan_once(
