@@ -201,7 +201,8 @@ def test_entry_points_register_the_commands_for_the_ray_cli():
 
 @pytest.fixture
 def moto_env(monkeypatch, tmp_path):
-    from moto.server import ThreadedMotoServer
+    pytest.importorskip("boto3", reason="pip install 'ray-autoscaler[test]'")
+    ThreadedMotoServer = pytest.importorskip("moto.server").ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -308,6 +309,13 @@ def test_exec_screen_and_tmux_run_detached_sessions(memory_cluster):
     tmux, screen = (argv[-1] for argv, _ in recorder.calls)
     assert "tmux new -d bash -c 'python train.py; exec bash'" in tmux
     assert "screen -L -dm bash -c 'python train.py; exec bash'" in screen
+
+
+def test_exec_docker_without_an_image_says_what_to_set(memory_cluster):
+    path, provider, root = memory_cluster
+    invoke(commands.up_cmd, path, "-y")
+    result = invoke(commands.exec_cmd, path, "true", "--docker", ok=False)
+    assert "--docker needs docker.image" in result.output
 
 
 def test_monitor_tails_the_autoscaler_log_on_the_head(memory_cluster):

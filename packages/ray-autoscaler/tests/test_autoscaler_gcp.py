@@ -13,12 +13,15 @@ import os
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from googleapiclient import discovery
-from googleapiclient.http import HttpMockSequence
 
-from ray.autoscaler.node_provider import ProviderError
-from ray.autoscaler.providers.gcp import GCPNodeProvider, decode_label, encode_label
-from ray.autoscaler.tags import TAG_RAY_NODE_STATUS, TAG_RAY_USER_NODE_TYPE
+pytest.importorskip("googleapiclient", reason="pip install 'ray-autoscaler[test]'")
+
+from googleapiclient import discovery  # noqa: E402
+from googleapiclient.http import HttpMockSequence  # noqa: E402
+
+from ray.autoscaler.node_provider import ProviderError  # noqa: E402
+from ray.autoscaler.providers.gcp import GCPNodeProvider, decode_label, encode_label  # noqa: E402
+from ray.autoscaler.tags import TAG_RAY_NODE_STATUS, TAG_RAY_USER_NODE_TYPE  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 CONFIG = {"type": "gcp", "project_id": "my-project", "region": "us-west1",

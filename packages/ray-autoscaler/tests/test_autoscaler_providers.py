@@ -24,7 +24,8 @@ from ray.autoscaler.tags import (
 
 @pytest.fixture(scope="module")
 def moto_server():
-    from moto.server import ThreadedMotoServer
+    pytest.importorskip("boto3", reason="pip install 'ray-autoscaler[test]'")
+    ThreadedMotoServer = pytest.importorskip("moto.server").ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -50,6 +51,7 @@ def moto_server():
 
 @pytest.fixture(scope="module")
 def fake_k8s():
+    pytest.importorskip("kubernetes", reason="pip install 'ray-autoscaler[test]'")
     from autoscaler_fake_k8s import FakeKubernetesAPI
 
     with FakeKubernetesAPI() as api:

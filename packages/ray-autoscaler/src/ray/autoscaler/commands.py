@@ -351,6 +351,10 @@ def exec_cluster(
     try:
         head = _require_head(provider, config)
         runner = make_command_runner(config, provider, head, process_runner)
+        if docker and not isinstance(runner, DockerCommandRunner):
+            raise ClusterError(
+                "--docker needs docker.image in the cluster YAML: set it or drop --docker"
+            )
         if isinstance(runner, DockerCommandRunner) and not docker:
             runner = runner.ssh
         if stop and (screen or tmux):
