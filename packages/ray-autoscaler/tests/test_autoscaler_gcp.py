@@ -126,3 +126,38 @@ def test_terminate_deletes_and_status_is_read_from_the_api():
     provider.terminate_node("ray-gcpt-0a1b2c3d")
     assert http.sent[0][0] == "DELETE"
     assert provider.is_terminated("ray-gcpt-0a1b2c3d")
+
+
+def test_bootstrap_adds_a_generated_ssh_key_to_project_metadata(tmp_path, monkeypatch):
+    from ray.autoscaler.config import load_config
+    from ray.autoscaler.providers.gcp import _bootstrap
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    project = {
+        "kind": "compute#project",
+        "name": "my-project",
+        "commonInstanceMetadata": {
+            "kind": "compute#metadata",
+            "fingerprint": "fp-1=",
+            "items": [{"key": "ssh-keys", "value": "alice:ssh-rsa AAAA alice"}],
+        },
+    }
+    global_op = {**OP_RUNNING, "zone": None, "operationType": "setMetadata"}
+    http = RecordingHttp([(200, project), (200, global_op), (200, {**global_op, "status": "DONE"})])
+    compute = discovery.build(
+        "compute", "v1", http=http, cache_discovery=False, static_discovery=True
+    )
+    config = load_config({"provider": CONFIG, "auth": {"ssh_user": "ray"}}).to_dict()
+    booted = _bootstrap(config, compute, sleep=lambda s: None)
+    key = booted["auth"]["ssh_private_key"]
+    assert key.endswith("ray-autoscaler_gcp_us-west1_my-project_ray.pem") and os.path.exists(key)
+    method, uri, body = http.sent[1]
+    assert method == "POST" and uri.split("?")[0].endswith(
+        "/projects/my-project/setCommonInstanceMetadata"
+    )
+    assert body["fingerprint"] == "fp-1="
+    (ssh_keys,) = [i["value"] for i in body["items"] if i["key"] == "ssh-keys"]
+    alice, ours = ssh_keys.split("\n")
+    assert alice == "alice:ssh-rsa AAAA alice" and ours.startswith("ray:ssh-rsa ")
+    assert "/projects/my-project/global/operations/" in http.sent[2][1]
+    assert booted["head_node"]["networkInterfaces"][0]["network"] == "global/networks/default"

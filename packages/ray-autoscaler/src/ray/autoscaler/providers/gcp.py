@@ -164,6 +164,11 @@ class GCPNodeProvider(NodeProvider):
         self._wait(operation)
         instance["labels"] = labels
 
+    @classmethod
+    def bootstrap_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """Adds an SSH key to the project metadata (unless auth names one) and default NICs."""
+        return _bootstrap(config, compute_api(config["provider"]), time.sleep)
+
     def terminate_node(self, node_id: str) -> None:
         self.compute.instances().delete(
             project=self.project, zone=self.zone, instance=node_id
@@ -191,3 +196,88 @@ class GCPNodeProvider(NodeProvider):
                 f"GCE operation {operation['name']} failed: "
                 + "; ".join(e.get("message", str(e)) for e in errors)
             )
+
+
+def _bootstrap(config: dict[str, Any], compute: Any, sleep: Callable[[float], None]) -> dict:
+    config = copy.deepcopy(config)
+    _configure_key_pair(config, compute, sleep)
+    for node_config in _node_configs(config):
+        # Instances need a NIC; default to the project's default network with a public IP.
+        node_config.setdefault(
+            "networkInterfaces",
+            [
+                {
+                    "network": "global/networks/default",
+                    "accessConfigs": [{"name": "External NAT", "type": "ONE_TO_ONE_NAT"}],
+                }
+            ],
+        )
+    return config
+
+
+def _node_configs(config: dict[str, Any]):
+    for key in ("head_node", "worker_nodes"):
+        yield config.setdefault(key, {})
+    for node_type in config.get("available_node_types", {}).values():
+        yield node_type.setdefault("node_config", {})
+
+
+def _configure_key_pair(config: dict[str, Any], compute: Any, sleep) -> None:
+    """Create an SSH key and add it to the project's ``ssh-keys`` metadata (Ray 0.7's recipe)."""
+    import os
+    import subprocess
+
+    auth = config.setdefault("auth", {})
+    if auth.get("ssh_private_key"):
+        return
+    provider = config["provider"]
+    user = auth.get("ssh_user", "ubuntu")
+    project = compute.projects().get(project=provider["project_id"]).execute()
+    metadata = project.get("commonInstanceMetadata", {})
+    items = metadata.get("items", [])
+    ssh_keys = next((i for i in items if i["key"] == "ssh-keys"), None)
+    existing = ssh_keys["value"].split("\n") if ssh_keys else []
+    name = f"ray-autoscaler_gcp_{provider['region']}_{provider['project_id']}_{user}"
+    path = os.path.expanduser(f"~/.ssh/{name}.pem")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "rsa", "-b", "4096", "-N", "", "-C", user, "-f", path],
+            check=True,
+            timeout=120,
+        )
+        os.replace(path + ".pub", path[: -len(".pem")] + ".pub")
+    with open(path[: -len(".pem")] + ".pub") as f:
+        public = f.read().strip()
+    entry = f"{user}:{public}"
+    if entry not in existing:
+        value = "\n".join([*existing, entry]) if existing else entry
+        if ssh_keys is None:
+            items.append({"key": "ssh-keys", "value": value})
+        else:
+            ssh_keys["value"] = value
+        operation = (
+            compute.projects()
+            .setCommonInstanceMetadata(
+                project=provider["project_id"],
+                body={"fingerprint": metadata.get("fingerprint"), "items": items},
+            )
+            .execute()
+        )
+        _wait_global(compute, provider["project_id"], operation, sleep)
+    auth["ssh_private_key"] = path
+
+
+def _wait_global(compute, project: str, operation: dict, sleep, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while operation.get("status") != "DONE":
+        if time.monotonic() > deadline:
+            raise ProviderError(
+                f"GCE operation {operation['name']} still running after {timeout_s} s"
+            )
+        sleep(1.0)
+        operation = (
+            compute.globalOperations().get(project=project, operation=operation["name"]).execute()
+        )
+    if "error" in operation:
+        raise ProviderError(f"GCE operation {operation['name']} failed: {operation['error']}")
