@@ -37,10 +37,29 @@ def _shm_files() -> set[str]:
         return set()
 
 
+def _owned_by_earlier_process(pid: int, before_pids) -> bool:
+    """True if ``pid`` descends from a process that was already running (e.g. the raylet
+    of a module-scoped cluster starting workers on demand): that one is checked later."""
+    me = os.getpid()
+    try:
+        proc = psutil.Process(pid).parent()
+        while proc is not None and proc.pid != me:
+            if proc.pid in before_pids:
+                return True
+            proc = proc.parent()
+    except psutil.Error:
+        return False
+    return False
+
+
 def _wait_for_leaks(before_pids, before_shm):
     deadline = time.monotonic() + _GRACE_S
     while True:
-        procs = {p: c for p, c in _children().items() if p not in before_pids}
+        procs = {
+            p: c
+            for p, c in _children().items()
+            if p not in before_pids and not _owned_by_earlier_process(p, before_pids)
+        }
         shm = _shm_files() - before_shm
         if not procs and not shm:
             return {}, set()

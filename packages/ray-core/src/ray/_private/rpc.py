@@ -107,21 +107,35 @@ class Future:
 
 
 class Deferred:
-    """Returned by a request handler that will answer later via ``resolve``."""
+    """Returned by a request handler that will answer later via ``resolve``.
 
-    __slots__ = ("peer", "req_id")
+    A handler may resolve it before returning it (the answer is then sent as
+    soon as the dispatcher attaches the connection).
+    """
+
+    __slots__ = ("peer", "req_id", "_early")
 
     def __init__(self):
         self.peer: RpcPeer | None = None
         self.req_id = 0
+        self._early = None
+
+    def attach(self, peer: RpcPeer, req_id: int) -> None:
+        self.peer, self.req_id = peer, req_id
+        if self._early is not None:
+            peer._safe_send([self._early[0], req_id, self._early[1]])
 
     def resolve(self, value=None):
-        if self.peer is not None:
-            self.peer.send_raw([REPLY_OK, self.req_id, value])
+        if self.peer is None:
+            self._early = (REPLY_OK, value)
+        else:
+            self.peer._safe_send([REPLY_OK, self.req_id, value])
 
     def reject(self, error: BaseException | str):
-        if self.peer is not None:
-            self.peer.send_raw([REPLY_ERR, self.req_id, _error_text(error)])
+        if self.peer is None:
+            self._early = (REPLY_ERR, _error_text(error))
+        else:
+            self.peer._safe_send([REPLY_ERR, self.req_id, _error_text(error)])
 
 
 def _error_text(error) -> str:
@@ -205,7 +219,7 @@ class RpcPeer:
                 self._safe_send([REPLY_ERR, req_id, _error_text(exc)])
                 return
             if isinstance(result, Deferred):
-                result.peer, result.req_id = self, req_id
+                result.attach(self, req_id)
             else:
                 self._safe_send([REPLY_OK, req_id, result])
         elif kind == REPLY_OK or kind == REPLY_ERR:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 
@@ -37,7 +38,9 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s raylet: %(message)s", stream=sys.stderr
+        level=os.environ.get("RAY_RAYLET_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s raylet: %(message)s",
+        stream=sys.stderr,
     )
     try:
         import setproctitle

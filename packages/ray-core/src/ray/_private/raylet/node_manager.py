@@ -184,7 +184,10 @@ class NodeManager:
         req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(spilled))
         deferred = Deferred()
         self.pending[rid] = (req, deferred, peer)
-        self._apply(self.scheduler.submit(req))
+        decisions = self.scheduler.submit(req)
+        logger.debug("lease request %d %s -> %s (available %s, queued %d)", rid, shape,
+                     decisions, self.resources.available_dict(), len(self.scheduler.queue))
+        self._apply(decisions)
         return deferred
 
     def _apply(self, decisions):
@@ -259,6 +262,7 @@ class NodeManager:
 
     def h_return_lease(self, peer, worker_id, kill):
         worker = self.pool.workers.get(worker_id)
+        logger.debug("return lease %s state=%s", worker_id.hex()[:8], worker and worker.state)
         if worker is None or worker.state != LEASED:
             return
         self._release_lease(worker)

@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 ARG_INLINE, ARG_REF = 0, 1
 RESULT_INLINE, RESULT_PLASMA = 0, 1
 TERMINATE = "__ray_terminate__"
+_MAX_BATCH_DELAY_S = 0.001
 
 
 class ExitWorker(BaseException):
@@ -54,9 +55,11 @@ class TaskExecutor:
     def run_forever(self) -> None:
         q = self.queue
         pending: dict = {}
+        perf = time.perf_counter
         try:
             while True:
                 item = q.get()
+                batch_start = perf()
                 while item is not None:
                     peer, specs = item
                     out = pending.setdefault(peer, [])
@@ -71,6 +74,12 @@ class TaskExecutor:
                             if stop.args:
                                 out.append(stop.args[0])
                             return
+                        # Results ride together while tasks are quick; a result never
+                        # waits behind more than ~1 ms of other work.
+                        if perf() - batch_start > _MAX_BATCH_DELAY_S:
+                            self._flush(pending)
+                            out = pending.setdefault(peer, [])
+                            batch_start = perf()
                     if q.empty():
                         break
                     item = q.get()

@@ -63,7 +63,6 @@ class ShapeQueue:
         self.pending: deque[PendingTask] = deque()
         self.leases: dict[bytes, Lease] = {}
         self.lease_requests = 0
-        self.avg_task_s: float | None = None
         self.warned_infeasible = False
 
 
@@ -73,6 +72,9 @@ class TaskSubmitter:
         self.cfg = core.config
         self.lock = threading.RLock()
         self.queues: dict[tuple, ShapeQueue] = {}
+        # Average run time per function: decides how many of its tasks may queue at
+        # one worker (unknown functions get one at a time, so slow tasks spread out).
+        self.fn_seconds: dict[bytes, float] = {}
 
     # -- submission ------------------------------------------------------------
     def submit(self, task: PendingTask, shape: dict, deps: list[bytes]) -> None:
@@ -93,16 +95,16 @@ class TaskSubmitter:
             q.pending.append(task)
             self._dispatch(q)
 
-    def _depth(self, q: ShapeQueue) -> int:
-        if q.avg_task_s is None:
+    def _depth(self, task: PendingTask) -> int:
+        avg = self.fn_seconds.get(task.spec[FUNCTION_ID])
+        if avg is None:
             return 1
-        depth = int(self.cfg.pipeline_target_s / max(q.avg_task_s, 1e-6))
+        depth = int(self.cfg.pipeline_target_s / max(avg, 1e-6))
         return max(1, min(self.cfg.max_tasks_in_flight_per_worker, depth))
 
     def _dispatch(self, q: ShapeQueue) -> None:
         """Push pending tasks to leased workers with room; request leases for the rest."""
         if q.pending and q.leases:
-            depth = self._depth(q)
             batches: dict[bytes, list] = {}
             leases = sorted(q.leases.values(), key=lambda lease: len(lease.inflight))
             progress = True
@@ -111,7 +113,7 @@ class TaskSubmitter:
                 for lease in leases:
                     if not q.pending:
                         break
-                    if lease.dead or len(lease.inflight) >= depth:
+                    if lease.dead or len(lease.inflight) >= self._depth(q.pending[0]):
                         continue
                     task = q.pending.popleft()
                     lease.inflight[task.spec[TASK_ID]] = task
@@ -218,10 +220,11 @@ class TaskSubmitter:
                 if ctx is not None:
                     q, lease = ctx
                     task = lease.inflight.pop(item[0], None)
-                    duration = item[2]
-                    q.avg_task_s = (
-                        duration if q.avg_task_s is None else 0.8 * q.avg_task_s + 0.2 * duration
-                    )
+                    if task is not None:
+                        fid = task.spec[FUNCTION_ID]
+                        avg = self.fn_seconds.get(fid)
+                        duration = item[2]
+                        self.fn_seconds[fid] = duration if avg is None else 0.8 * avg + 0.2 * duration
                 finished.append((task, item))
             if ctx is not None:
                 q, lease = ctx

@@ -1,0 +1,26 @@
+"""Utilities today's Ray users expect: ActorPool and serializer registration."""
+
+from __future__ import annotations
+
+from ray._private.runtime import custom_serializers as _custom
+from ray.util.actor_pool import ActorPool
+
+
+def register_serializer(cls, *, serializer, deserializer) -> None:
+    """Serialize ``cls`` with ``serializer`` and rebuild it with ``deserializer``."""
+    from ray._private.api import register_custom_serializer
+
+    register_custom_serializer(cls, serializer=serializer, deserializer=deserializer)
+
+
+def deregister_serializer(cls) -> None:
+    _custom.deregister(cls)
+
+
+def get_node_ip_address() -> str:
+    from ray._private.node import get_node_ip_address as _ip
+
+    return _ip()
+
+
+__all__ = ["ActorPool", "deregister_serializer", "get_node_ip_address", "register_serializer"]
