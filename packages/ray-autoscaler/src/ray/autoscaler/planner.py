@@ -246,25 +246,53 @@ def _fits(bundle: ResourceDict, free: Mapping[str, float]) -> bool:
     return all(free.get(k, 0.0) + _EPSILON >= v for k, v in bundle.items() if v > 0)
 
 
-def _take(bundle: ResourceDict, free: dict[str, float]) -> None:
+def _how_many(bundle: ResourceDict, free: Mapping[str, float]) -> int:
+    """How many copies of ``bundle`` fit into ``free``."""
+    counts = [math.floor((free.get(k, 0.0) + _EPSILON) / v) for k, v in bundle.items() if v > 0]
+    return max(0, min(counts)) if counts else 1 << 30
+
+
+def _take(bundle: ResourceDict, free: dict[str, float], times: int = 1) -> None:
     for k, v in bundle.items():
         if v > 0:
-            free[k] = free.get(k, 0.0) - v
+            free[k] = free.get(k, 0.0) - v * times
+
+
+def _group(demand: Sequence[ResourceDict]) -> list[list[ResourceDict]]:
+    """Identical bundles together, biggest shape first (first-fit-decreasing order).
+
+    Demand is usually thousands of copies of a few shapes: packing per shape keeps a
+    round at milliseconds for thousands of nodes and bundles.
+    """
+    groups: dict[tuple, list[ResourceDict]] = {}
+    for bundle in demand:
+        groups.setdefault(_shape(bundle), []).append(bundle)
+    order = sorted(groups, key=lambda shape: _bundle_size(dict(shape)), reverse=True)
+    return [groups[shape] for shape in order]
+
+
+def _shape(bundle: ResourceDict) -> tuple:
+    return tuple(sorted((k, float(v)) for k, v in bundle.items() if v > 0))
 
 
 def _pack(
-    demand: list[ResourceDict], bins: Sequence[dict[str, float] | None]
+    demand: Sequence[ResourceDict], bins: Sequence[dict[str, float] | None]
 ) -> tuple[list[ResourceDict], set[int]]:
     """First-fit-decreasing onto existing bins (mutated). Returns (unfit, used bin indices)."""
     unfit, used = [], set()
-    for bundle in sorted(demand, key=_bundle_size, reverse=True):
+    for group in _group(demand):
+        start = 0
         for i, free in enumerate(bins):
-            if free is not None and _fits(bundle, free):
-                _take(bundle, free)
-                used.add(i)
+            if start == len(group):
                 break
-        else:
-            unfit.append(bundle)
+            if free is None:
+                continue
+            n = min(len(group) - start, _how_many(group[0], free))
+            if n > 0:
+                _take(group[0], free, n)
+                used.add(i)
+                start += n
+        unfit.extend(group[start:])
     return unfit, used
 
 
@@ -278,30 +306,31 @@ def _fits_some_type(bundle: ResourceDict, node_types: Mapping[str, NodeType]) ->
 
 
 def _utilization_score(
-    bundles: list[ResourceDict], node_type: NodeType
-) -> tuple[tuple, list[ResourceDict]] | None:
+    groups: list[list[ResourceDict]], left: list[int], node_type: NodeType
+) -> tuple[tuple, list[int]] | None:
     """Pack as many bundles as fit on one empty node of this type; score the result.
 
     Score (higher is better): no scarce resource left idle, number of the node's
     resource kinds in use, the least-used kind's utilisation, mean utilisation, then
     bundles placed (so 9 x CPU:1 takes one 8-CPU node, not four 2-CPU ones).
+    Returns the score and how many bundles of each group it placed.
     """
     if node_type.resources is None:
-        return (False, 0, 0.0, 0.0, len(bundles)), list(bundles)
+        return (False, 0, 0.0, 0.0, sum(left)), list(left)
     free = dict(node_type.resources)
-    placed = []
-    for bundle in bundles:
-        if _fits(bundle, free):
-            _take(bundle, free)
-            placed.append(bundle)
-    if not placed:
+    placed = [0] * len(groups)
+    for i, group in enumerate(groups):
+        if left[i]:
+            placed[i] = min(left[i], _how_many(group[0], free))
+            _take(group[0], free, placed[i])
+    if not any(placed):
         return None
     totals = {k: v for k, v in node_type.resources.items() if v > 0}
     utils = {k: (v - free[k]) / v for k, v in totals.items()}
     wasted_scarce = any(k in totals and utils[k] <= 0 for k in _SCARCE_RESOURCES)
     in_use = sum(1 for u in utils.values() if u > 0)
     used = [u for u in utils.values() if u > 0] or [0.0]
-    score = (not wasted_scarce, in_use, min(used), sum(used) / len(used), len(placed))
+    score = (not wasted_scarce, in_use, min(used), sum(used) / len(used), sum(placed))
     return score, placed
 
 
@@ -311,26 +340,34 @@ def _bin_pack_new_nodes(
     type_room: Mapping[str, float],
 ) -> list[tuple[str, list[ResourceDict]]]:
     """Greedy: repeatedly open the node type with the best score for what is left."""
-    remaining = sorted(demand, key=_bundle_size, reverse=True)
+    groups = _group(demand)
+    left = [len(g) for g in groups]
     room = dict(type_room)
     chosen: list[tuple[str, list[ResourceDict]]] = []
-    while remaining:
+
+    def take(counts: list[int]) -> list[ResourceDict]:
+        out = []
+        for i, n in enumerate(counts):
+            start = len(groups[i]) - left[i]
+            out.extend(groups[i][start : start + n])
+            left[i] -= n
+        return out
+
+    while any(left):
         best = None
         for name in sorted(node_types):
             if room.get(name, 0) <= 0:
                 continue
-            scored = _utilization_score(remaining, node_types[name])
+            scored = _utilization_score(groups, left, node_types[name])
             if scored is not None and (best is None or scored[0] > best[0]):
                 best = (scored[0], name, scored[1])
         if best is None:
             # Everything left is held back by per-type maxima.
-            chosen.append(("", remaining))
+            chosen.append(("", take(list(left))))
             break
         _, name, placed = best
         room[name] -= 1
-        chosen.append((name, placed))
-        for bundle in placed:
-            remaining.remove(bundle)
+        chosen.append((name, take(placed)))
     return chosen
 
 
