@@ -52,8 +52,10 @@ class ActorPool:
     def get_next(self, timeout: float | None = None):
         if not self.has_next():
             raise StopIteration("No more results to get")
-        if self._next_return_index >= self._next_task_index:
-            raise ValueError("It is not allowed to call get_next() after get_next_unordered().")
+        # Skip results already taken by get_next_unordered.
+        while (self._next_return_index < self._next_task_index
+               and self._next_return_index not in self._index_to_future):
+            self._next_return_index += 1
         future = self._index_to_future[self._next_return_index]
         if timeout is not None:
             ready, _ = ray.wait([future], timeout=timeout)

@@ -50,6 +50,8 @@ class WorkerPool:
         self.env = env
         self.max_idle = max_idle
         self.workers: dict[bytes, WorkerProc] = {}
+        # Removed workers whose process may still need reaping (no zombies).
+        self._graveyard: list = []
 
     def start_worker(self) -> WorkerProc:
         worker_id = os.urandom(20)
@@ -89,11 +91,13 @@ class WorkerPool:
                 dead.append(w)
         for w in dead:
             self.remove(w)
+        self._graveyard = [p for p in self._graveyard if p.poll() is None]
         return dead
 
     def remove(self, worker: WorkerProc) -> None:
         worker.state = DEAD
-        self.workers.pop(worker.worker_id, None)
+        if self.workers.pop(worker.worker_id, None) is not None and worker.proc is not None:
+            self._graveyard.append(worker.proc)
 
     def kill(self, worker: WorkerProc, sig=signal.SIGKILL) -> None:
         if worker.proc is not None and worker.proc.poll() is None:
@@ -104,6 +108,7 @@ class WorkerPool:
 
     def stop_all(self, timeout_s: float = 2.0) -> None:
         procs = [w.proc for w in self.workers.values() if w.proc is not None]
+        procs += self._graveyard
         for p in procs:
             if p.poll() is None:
                 try:

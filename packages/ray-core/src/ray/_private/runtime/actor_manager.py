@@ -209,7 +209,7 @@ class ActorManager:
 
         if kind == 0 and ser.is_error(meta):
             err = ser.load_error(results[0][3])
-            self._mark_dead(owned.actor_id, f"its constructor raised:\n{err}", cause=err)
+            self._mark_dead(owned.actor_id, f"its constructor raised:\n{err}", cause_error=err)
             return
         self._table_put(
             owned.actor_id, state=ALIVE, address=lease_reply["address"],
