@@ -89,8 +89,8 @@ def test_docker_runner_execs_in_the_container_without_a_tty():
     assert start.startswith('[ "$(docker inspect')
 
 
-def test_command_failed_carries_node_status_and_output():
-    runner = LocalCommandRunner(node_id="n9", root="/tmp/unused-autoscaler-test")
+def test_command_failed_carries_node_status_and_output(tmp_path):
+    runner = LocalCommandRunner(node_id="n9", root=str(tmp_path))
     with pytest.raises(CommandFailed) as e:
         runner.run("echo boom >&2; exit 3")
     assert e.value.returncode == 3 and "boom" in e.value.output and "n9" in str(e.value)

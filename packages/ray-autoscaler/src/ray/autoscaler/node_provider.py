@@ -19,7 +19,9 @@ methods, and run ``tests/provider_suite.py`` against it.
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -100,6 +102,21 @@ class NodeProvider(abc.ABC):
     def cleanup(self) -> None:
         """Release clients/connections held by the provider."""
         return None
+
+
+def synchronized(method):
+    """Serialize calls on one provider: the monitor and its updater threads share it, and
+    boto3 resources and googleapiclient's httplib2 transport are not thread-safe."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        lock = self.__dict__.get("_provider_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_provider_lock", threading.RLock())
+        with lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class ProviderError(RuntimeError):

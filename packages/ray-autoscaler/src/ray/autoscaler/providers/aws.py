@@ -22,7 +22,7 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
-from ray.autoscaler.node_provider import NodeProvider, ProviderError
+from ray.autoscaler.node_provider import NodeProvider, ProviderError, synchronized
 from ray.autoscaler.tags import TAG_RAY_CLUSTER_NAME
 
 _BOTO_CONFIG = botocore.config.Config(retries={"max_attempts": 5, "mode": "standard"})
@@ -41,6 +41,7 @@ class AWSNodeProvider(NodeProvider):
         self._cache: dict[str, Any] = {}
 
     # ---------------------------------------------------------------- queries
+    @synchronized
     def non_terminated_nodes(self, tag_filters: Mapping[str, str]) -> list[str]:
         filters = [
             {"Name": "instance-state-name", "Values": _LIVE_STATES},
@@ -60,21 +61,26 @@ class AWSNodeProvider(NodeProvider):
             instance.reload()
         return instance
 
+    @synchronized
     def is_running(self, node_id: str) -> bool:
         return self._instance(node_id).state["Name"] == "running"
 
+    @synchronized
     def is_terminated(self, node_id: str) -> bool:
         return self._instance(node_id).state["Name"] not in _LIVE_STATES
 
+    @synchronized
     def node_tags(self, node_id: str) -> dict[str, str]:
         return {t["Key"]: t["Value"] for t in self._instance(node_id).tags or []}
 
+    @synchronized
     def external_ip(self, node_id: str) -> str | None:
         instance = self._instance(node_id, refresh=False)
         if instance.public_ip_address is None:
             instance.reload()
         return instance.public_ip_address
 
+    @synchronized
     def internal_ip(self, node_id: str) -> str | None:
         instance = self._instance(node_id, refresh=False)
         if instance.private_ip_address is None:
@@ -82,6 +88,7 @@ class AWSNodeProvider(NodeProvider):
         return instance.private_ip_address
 
     # ---------------------------------------------------------------- changes
+    @synchronized
     def create_node(self, node_config: Mapping[str, Any], tags: Mapping[str, str], count: int):
         conf = copy.deepcopy(dict(node_config))
         all_tags = {**tags, TAG_RAY_CLUSTER_NAME: self.cluster_name}
@@ -99,6 +106,7 @@ class AWSNodeProvider(NodeProvider):
         self._cache.update({i.id: i for i in created})
         return [i.id for i in created]
 
+    @synchronized
     def set_node_tags(self, node_id: str, tags: Mapping[str, str]) -> None:
         self.client.create_tags(
             Resources=[node_id], Tags=[{"Key": k, "Value": v} for k, v in tags.items()]
@@ -107,6 +115,7 @@ class AWSNodeProvider(NodeProvider):
     def terminate_node(self, node_id: str) -> None:
         self.terminate_nodes([node_id])
 
+    @synchronized
     def terminate_nodes(self, node_ids) -> None:
         if node_ids:
             self.client.terminate_instances(InstanceIds=list(node_ids))

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ray.autoscaler.node_provider import NodeProvider, ProviderError
+from ray.autoscaler.node_provider import NodeProvider, ProviderError, synchronized
 from ray.autoscaler.tags import TAG_RAY_CLUSTER_NAME
 
 _LIVE = ("PROVISIONING", "STAGING", "RUNNING")
@@ -73,6 +73,7 @@ class GCPNodeProvider(NodeProvider):
         self._cache: dict[str, dict[str, Any]] = {}
 
     # ---------------------------------------------------------------- queries
+    @synchronized
     def non_terminated_nodes(self, tag_filters: Mapping[str, str]) -> list[str]:
         labels = {**tag_filters, TAG_RAY_CLUSTER_NAME: self.cluster_name}
         label_filter = " AND ".join(
@@ -107,16 +108,20 @@ class GCPNodeProvider(NodeProvider):
             )
         return self._cache[node_id]
 
+    @synchronized
     def is_running(self, node_id: str) -> bool:
         return self._instance(node_id)["status"] == "RUNNING"
 
+    @synchronized
     def is_terminated(self, node_id: str) -> bool:
         return self._instance(node_id)["status"] not in _LIVE
 
+    @synchronized
     def node_tags(self, node_id: str) -> dict[str, str]:
         labels = self._instance(node_id, refresh=False).get("labels", {})
         return {k: decode_label(v) for k, v in labels.items()}
 
+    @synchronized
     def external_ip(self, node_id: str) -> str | None:
         for nic in self._instance(node_id, refresh=False).get("networkInterfaces", []):
             for access in nic.get("accessConfigs", []):
@@ -124,11 +129,13 @@ class GCPNodeProvider(NodeProvider):
                     return access["natIP"]
         return None
 
+    @synchronized
     def internal_ip(self, node_id: str) -> str | None:
         nics = self._instance(node_id, refresh=False).get("networkInterfaces", [])
         return nics[0].get("networkIP") if nics else None
 
     # ---------------------------------------------------------------- changes
+    @synchronized
     def create_node(self, node_config: Mapping[str, Any], tags: Mapping[str, str], count: int):
         names = []
         for _ in range(count):
@@ -152,6 +159,7 @@ class GCPNodeProvider(NodeProvider):
             names.append(name)
         return names
 
+    @synchronized
     def set_node_tags(self, node_id: str, tags: Mapping[str, str]) -> None:
         instance = self._instance(node_id)
         labels = {**instance.get("labels", {}), **{k: encode_label(v) for k, v in tags.items()}}
@@ -169,6 +177,7 @@ class GCPNodeProvider(NodeProvider):
         """Adds an SSH key to the project metadata (unless auth names one) and default NICs."""
         return _bootstrap(config, compute_api(config["provider"]), time.sleep)
 
+    @synchronized
     def terminate_node(self, node_id: str) -> None:
         self.compute.instances().delete(
             project=self.project, zone=self.zone, instance=node_id
