@@ -35,7 +35,7 @@ class RayConfig:
     # Task retries on worker death, default for @ray.remote functions.
     default_max_retries: int = 3
     # Bytes of the object store pre-faulted at start (makes the first big put fast).
-    object_store_prefault_bytes: int = 2 * 1024**3
+    object_store_prefault_bytes: int = 1280 * 1024**2
     object_transfer_chunk_bytes: int = 8 * 1024**2
     # Store defaults: 30% of memory, capped like Ray's.
     object_store_memory_fraction: float = 0.3

@@ -1,0 +1,255 @@
+"""The ``ray`` command: start/stop nodes, and the plug-in commands other packages add.
+
+ray-autoscaler (and any other distribution) registers more subcommands through
+the ``ray.cli`` entry-point group (each entry point is a click command).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import signal
+import sys
+import time
+from importlib.metadata import entry_points
+
+import click
+import psutil
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """ray: start and manage clusters."""
+
+
+def _parse_resources(text: str | None) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"--resources must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise click.BadParameter('--resources must be a JSON object, e.g. \'{"GPU_TYPE": 2}\'')
+    return value
+
+
+@cli.command()
+@click.option("--head", is_flag=True, help="Start the head node (Redis/GCS + raylet).")
+@click.option("--redis-address", "--address", "address", default=None,
+              help="Address of the head's Redis (IP:PORT), to join a cluster.")
+@click.option("--redis-port", "--port", "redis_port", type=int, default=None,
+              help="Port of the primary Redis shard on the head (default 6379).")
+@click.option("--redis-shard-ports", default=None, help="Comma-separated ports of extra shards.")
+@click.option("--num-redis-shards", type=int, default=None, help="Extra Redis shards.")
+@click.option("--redis-max-clients", type=int, default=None)
+@click.option("--redis-password", default=None, help="Password protecting Redis.")
+@click.option("--redis-max-memory", type=int, default=None)
+@click.option("--node-ip-address", default=None, help="This node's IP address.")
+@click.option("--object-manager-port", type=int, default=None)
+@click.option("--node-manager-port", type=int, default=0)
+@click.option("--num-cpus", type=float, default=None)
+@click.option("--num-gpus", type=float, default=None)
+@click.option("--resources", default=None, help="Custom resources as JSON.")
+@click.option("--object-store-memory", type=int, default=None)
+@click.option("--plasma-directory", default=None)
+@click.option("--huge-pages", is_flag=True)
+@click.option("--include-webui", "--include-dashboard", "include_webui", default=None)
+@click.option("--webui-host", "--dashboard-host", "webui_host", default="127.0.0.1")
+@click.option("--block", is_flag=True, help="Block until the started processes exit.")
+@click.option("--plasma-store-socket-name", default=None)
+@click.option("--raylet-socket-name", default=None)
+@click.option("--temp-dir", default=None, help="Root of session directories (default /tmp/ray).")
+@click.option("--include-java", is_flag=True, help="Not supported (Python-only runtime).")
+@click.option("--java-worker-options", default=None)
+@click.option("--load-code-from-local", is_flag=True)
+@click.option("--internal-config", default=None, help="JSON overrides of runtime constants.")
+@click.option("--autoscaling-config", default=None, help="Autoscaler config (head only).")
+@click.option("--no-redirect-worker-output", is_flag=True)
+@click.option("--no-redirect-output", is_flag=True)
+@click.option("--redis-persist", is_flag=True, help="Persist GCS state with Redis' AOF.")
+def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_max_clients,
+          redis_password, redis_max_memory, node_ip_address, object_manager_port,
+          node_manager_port, num_cpus, num_gpus, resources, object_store_memory,
+          plasma_directory, huge_pages, include_webui, webui_host, block,
+          plasma_store_socket_name, raylet_socket_name, temp_dir, include_java,
+          java_worker_options, load_code_from_local, internal_config, autoscaling_config,
+          no_redirect_worker_output, no_redirect_output, redis_persist):
+    """Start ray processes on this machine (head with --head, else join --address)."""
+    from ray._private import node as node_mod
+    from ray._private.config import build_config
+    from ray._private.gcs import connect
+
+    if include_java:
+        raise click.UsageError("Java workers are not supported by this Python-only runtime.")
+    if head == bool(address):
+        raise click.UsageError(
+            "Pass either --head (start a new cluster) or --address=IP:PORT (join one)."
+        )
+    config = build_config(internal_config)
+    node_ip = node_ip_address or node_mod.get_node_ip_address()
+    session_dir = node_mod.new_session_dir(temp_dir)
+    procs = node_mod.NodeProcesses(session_dir, owned_by_driver=False)
+    try:
+        if head:
+            address = procs.start_redis(
+                host=node_ip, port=redis_port or 6379, password=redis_password,
+                max_memory=redis_max_memory, max_clients=redis_max_clients,
+                persist_dir=os.path.join(session_dir, "redis") if redis_persist else None,
+            )
+            shard_ports = [int(p) for p in redis_shard_ports.split(",")] if redis_shard_ports \
+                else [None] * (num_redis_shards or 0)
+            shards = [
+                procs.start_redis(host=node_ip, port=port, password=redis_password,
+                                  max_memory=redis_max_memory, name=f"redis-shard_{i}")
+                for i, port in enumerate(shard_ports)
+            ]
+            gcs = connect(address, redis_password)
+            from ray._private.gcs import keys
+
+            gcs.set(keys.REDIS_SHARDS, json.dumps(shards).encode())
+            if autoscaling_config:
+                gcs.set(keys.kv("autoscaler", "config_path"), autoscaling_config.encode())
+            gcs.close()
+        total = {"CPU": num_cpus if num_cpus is not None else (os.cpu_count() or 1)}
+        if num_gpus:
+            total["GPU"] = num_gpus
+        total.update(_parse_resources(resources))
+        store_bytes = object_store_memory or node_mod.default_object_store_memory(config)
+        info = procs.start_raylet(
+            node_id=node_mod.new_node_id(), node_ip=node_ip, gcs_address=address,
+            redis_password=redis_password, resources=total,
+            object_store_memory=int(store_bytes), config=config,
+            plasma_directory=plasma_directory, huge_pages=huge_pages,
+            node_manager_port=node_manager_port or object_manager_port or 0, head=head,
+            raylet_socket=raylet_socket_name, plasma_socket=plasma_store_socket_name,
+        )
+    except Exception as exc:
+        procs.kill_all()
+        raise click.ClickException(str(exc)) from None
+    root = temp_dir or node_mod.DEFAULT_TEMP_DIR
+    with open(os.path.join(root, "ray_current_cluster"), "w") as f:
+        f.write(address)
+    if head:
+        pw = f" --redis-password='{redis_password}'" if redis_password else ""
+        click.echo(
+            f"\nStarted ray on this node (head). The cluster address is {address}\n\n"
+            "To connect to this cluster from Python:\n"
+            f"    import ray\n    ray.init(address='{address}'"
+            + (f", redis_password='{redis_password}'" if redis_password else "")
+            + ")\n\nTo add another node to this cluster, run on it:\n"
+            f"    ray start --address='{address}'{pw}\n\n"
+            "To stop ray on this machine: ray stop\n"
+        )
+    else:
+        click.echo(f"Started ray on this node ({node_ip}), joined the cluster at {address}.")
+    click.echo(f"Session directory: {session_dir}; raylet pid {info['pid']}")
+    if block:
+        _block(procs)
+
+
+def _block(procs):
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+    try:
+        while not stop and all(p.poll() is None for _, p in procs.procs):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    procs.kill_all()
+
+
+def _our_pids(temp_dir: str | None) -> list[int]:
+    root = temp_dir or "/tmp/ray"
+    pids = []
+    for path in glob.glob(os.path.join(root, "session_*", "pids.json")):
+        with contextlib.suppress(OSError, ValueError), open(path) as f:
+            pids.extend(json.load(f).values())
+    return pids
+
+
+_MARKERS = ("ray::", "ray._private", "valkey-server", "redis-server", "ray.autoscaler")
+
+
+@cli.command()
+@click.option("--temp-dir", default=None, help="Only stop nodes started with this temp dir.")
+@click.option("-f", "--force", is_flag=True, help="SIGKILL at once.")
+@click.option("-g", "--grace-period", type=float, default=5.0)
+def stop(temp_dir, force, grace_period):
+    """Stop the ray processes that `ray start` started on this machine."""
+    victims = []
+    for pid in set(_our_pids(temp_dir)):
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            cmd = " ".join(proc.cmdline())
+            if any(m in cmd for m in _MARKERS):
+                victims.append(proc)
+    for proc in victims:
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(signal.SIGKILL if force else signal.SIGTERM)
+    gone, alive = psutil.wait_procs(victims, timeout=grace_period)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=2)
+    root = temp_dir or "/tmp/ray"
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(root, "ray_current_cluster"))
+    click.echo(f"Stopped {len(victims)} ray processes.")
+
+
+@cli.command()
+@click.option("--address", default="auto")
+@click.option("--redis-password", default=None)
+@click.argument("filename", required=False)
+def timeline(address, redis_password, filename):
+    """Write a Chrome-tracing timeline of the cluster's tasks to FILENAME."""
+    import ray
+
+    ray.init(address=address, redis_password=redis_password, log_to_driver=False)
+    try:
+        filename = filename or f"/tmp/ray-timeline-{time.strftime('%Y-%m-%d_%H-%M-%S')}.json"
+        ray.timeline(filename=filename)
+        click.echo(f"Trace written to {filename}: open it in chrome://tracing or Perfetto.")
+    finally:
+        ray.shutdown()
+
+
+@cli.command()
+def stack():
+    """Print the Python stack of every ray process on this machine (uses py-spy)."""
+    import shutil
+    import subprocess
+
+    spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if not os.path.exists(spy):
+        raise click.ClickException("ray stack needs py-spy: pip install py-spy")
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "ray._private" in cmd or cmd.startswith("ray::"):
+            click.echo(f"--- {proc.info['pid']}: {cmd[:100]}")
+            out = subprocess.run([spy, "dump", "--pid", str(proc.info["pid"])],
+                                 capture_output=True, text=True)
+            click.echo(out.stdout or out.stderr)
+
+
+def _load_plugins():
+    for ep in entry_points(group="ray.cli"):
+        if ep.name in cli.commands:
+            continue
+        try:
+            cli.add_command(ep.load(), ep.name)
+        except Exception as exc:  # a broken plug-in must not break `ray start`
+            click.echo(f"warning: cannot load `ray {ep.name}` from {ep.value}: {exc}",
+                       err=True)
+
+
+def main():
+    _load_plugins()
+    cli()
+
+
+if __name__ == "__main__":
+    main()
