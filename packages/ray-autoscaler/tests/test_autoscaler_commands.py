@@ -325,3 +325,72 @@ def test_monitor_tails_the_autoscaler_log_on_the_head(memory_cluster):
     commands.monitor_cluster(str(path), lines=20, process_runner=recorder)
     ((argv, _),) = recorder.calls
     assert argv[-1].endswith("tail -n 20 -f /tmp/ray/session_*/logs/monitor*")
+
+
+def test_aws_autoscaler_rounds_launch_tag_and_terminate_spot_workers_on_moto(moto_env, tmp_path):
+    import boto3
+
+    from ray.autoscaler.autoscaler import StandardAutoscaler
+    from ray.autoscaler.config import load_config
+    from ray.autoscaler.load import ClusterLoad, NodeLoad
+
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    ami = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    raw = {
+        "cluster_name": "moto-scale",
+        "max_workers": 3,
+        "worker_start_ray_commands": ["echo started > ~/started"],
+        "idle_timeout_minutes": 1,
+        "target_utilization_fraction": 1.0,
+        "provider": {
+            "type": "external",
+            "region": "us-west-2",
+            "module": "autoscaler_moto_provider.MotoAWSNodeProvider",
+            "root_dir": str(tmp_path / "nodes"),
+        },  # fmt: skip
+        "head_node_type": "head",
+        "available_node_types": {
+            "head": {
+                "resources": {"CPU": 2},
+                "node_config": {"InstanceType": "m5.large", "ImageId": ami},
+            },
+            "spot4": {
+                "resources": {"CPU": 4},
+                "node_config": {
+                    "InstanceType": "m5.xlarge",
+                    "ImageId": ami,
+                    "InstanceMarketOptions": {"MarketType": "spot"},
+                },
+            },  # fmt: skip
+        },
+    }
+    from autoscaler_moto_provider import MotoAWSNodeProvider
+
+    config = load_config(MotoAWSNodeProvider.bootstrap_config(load_config(raw).to_dict()))
+    provider = MotoAWSNodeProvider(config.provider, config.cluster_name)
+    now = [0.0]
+    demand: list[dict] = [{"CPU": 4}, {"CPU": 4}]
+    autoscaler = StandardAutoscaler(
+        config, provider, lambda: ClusterLoad(
+            tuple(NodeLoad(provider.internal_ip(n), {"CPU": 4}, {"CPU": 4})
+                  for n in provider.non_terminated_nodes({"ray-node-type": "worker"})
+                  if provider.node_tags(n).get("ray-node-status") == "up-to-date"),
+            tuple(demand)),
+        clock=lambda: now[0],
+    )  # fmt: skip
+    assert autoscaler.update().launch == {"spot4": 2}
+    autoscaler.wait_for_updaters(timeout_s=60)
+    workers = provider.non_terminated_nodes({"ray-node-type": "worker"})
+    described = ec2.describe_instances(InstanceIds=workers)["Reservations"]
+    instances = [i for r in described for i in r["Instances"]]
+    assert {i["InstanceType"] for i in instances} == {"m5.xlarge"}
+    assert all(i.get("InstanceLifecycle") == "spot" for i in instances)
+    for i in instances:
+        tags = {t["Key"]: t["Value"] for t in i["Tags"]}
+        assert tags["ray-user-node-type"] == "spot4" and tags["ray-node-status"] == "up-to-date"
+        assert i["SecurityGroups"] and i["KeyName"].startswith("ray-autoscaler_us-west-2")
+    demand.clear()
+    autoscaler.update()
+    now[0] += 61
+    assert sorted(autoscaler.update().terminate) == sorted(workers)
+    assert provider.non_terminated_nodes({"ray-node-type": "worker"}) == []
