@@ -237,7 +237,7 @@ class NodeProcesses:
         os.replace(path + ".tmp", path)
 
     def kill_all(self, timeout_s: float = 5.0) -> None:
-        for name, proc in reversed(self.procs):
+        for _name, proc in reversed(self.procs):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.terminate()

@@ -21,7 +21,12 @@ from ray._private import aio
 from ray._private.gcs import keys
 from ray._private.raylet.resources import NodeResources
 from ray._private.raylet.scheduler import (
-    Grant, Infeasible, LeaseRequest, LeaseScheduler, RemoteNode, Spillback,
+    Grant,
+    Infeasible,
+    LeaseRequest,
+    LeaseScheduler,
+    RemoteNode,
+    Spillback,
 )
 from ray._private.raylet.worker_pool import IDLE, LEASED, STARTING, WorkerPool
 from ray._private.rpc import Deferred
@@ -161,7 +166,7 @@ class NodeManager:
             if lease is not None and lease["owner_peer"] is peer and not w.detached:
                 self.pool.kill(w)
                 self._release_lease(w)
-        for rid, (req, deferred, owner_peer) in list(self.pending.items()):
+        for rid, (_req, _deferred, owner_peer) in list(self.pending.items()):
             if owner_peer is peer:
                 self.scheduler.cancel(rid)
                 del self.pending[rid]

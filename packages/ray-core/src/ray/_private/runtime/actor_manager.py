@@ -19,7 +19,11 @@ from collections import deque
 from ray._private.gcs import keys
 from ray._private.rpc import RemoteError
 from ray._private.runtime.task_submitter import (
-    ACTOR_ID, KIND_ACTOR_CREATION, KIND_ACTOR_METHOD, OPTIONS, TASK_ID, PendingTask,
+    KIND_ACTOR_CREATION,
+    KIND_ACTOR_METHOD,
+    OPTIONS,
+    TASK_ID,
+    PendingTask,
 )
 from ray.exceptions import RayActorError, RayConnectionError
 

@@ -63,7 +63,7 @@ def _restore_checkpoint(core, instance) -> None:
 
 
 def maybe_checkpoint(executor) -> None:
-    from ray.actor import CheckpointContext, Checkpointable
+    from ray.actor import Checkpointable, CheckpointContext
 
     instance = executor.actor
     if not isinstance(instance, Checkpointable):

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 import socket
-import sys
 import threading
 import time
 
@@ -27,14 +26,24 @@ from ray._private.runtime.function_manager import FunctionManager
 from ray._private.runtime.memory_store import Inline, InPlasma, MemoryStore
 from ray._private.runtime.reference_counter import ReferenceCounter
 from ray._private.runtime.task_executor import (
-    ARG_INLINE, ARG_REF, RESULT_INLINE, RESULT_PLASMA, TaskExecutor,
+    ARG_INLINE,
+    ARG_REF,
+    RESULT_INLINE,
+    RESULT_PLASMA,
+    TaskExecutor,
 )
 from ray._private.runtime.task_submitter import (
-    ARGS, KIND_NORMAL, PendingTask, TaskSubmitter,
+    ARGS,
+    KIND_NORMAL,
+    PendingTask,
+    TaskSubmitter,
 )
 from ray._private.transport import EventLoop, connect_socket
 from ray.exceptions import (
-    GetTimeoutError, ObjectLostError, ObjectStoreFullError, RayConnectionError, RaySystemError,
+    GetTimeoutError,
+    ObjectLostError,
+    ObjectStoreFullError,
+    RayConnectionError,
 )
 
 logger = logging.getLogger(__name__)

@@ -17,8 +17,20 @@ import traceback
 from ray._private.runtime import actor_worker
 from ray._private.runtime import serialization as ser
 from ray._private.runtime.task_submitter import (
-    ARGS, FUNCTION_ID, JOB, KIND, KIND_ACTOR_CREATION, KIND_ACTOR_METHOD, KWARG_NAMES,
-    METHOD, NAME, NUM_RETURNS, OPTIONS, OWNER, RESOURCE_IDS, TASK_ID,
+    ARGS,
+    FUNCTION_ID,
+    JOB,
+    KIND,
+    KIND_ACTOR_CREATION,
+    KIND_ACTOR_METHOD,
+    KWARG_NAMES,
+    METHOD,
+    NAME,
+    NUM_RETURNS,
+    OPTIONS,
+    OWNER,
+    RESOURCE_IDS,
+    TASK_ID,
 )
 from ray.exceptions import RayTaskError
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 
 from ray._private.rpc import RemoteError
