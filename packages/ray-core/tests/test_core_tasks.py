@@ -35,6 +35,7 @@ def test_documented_example_runs_in_parallel():
         time.sleep(0.5)
         return 1
 
+    ray.get([f.remote() for _ in range(2)])  # both workers started and leased
     start = time.time()
     assert ray.get([f.remote() for _ in range(2)]) == [1, 1]
     assert time.time() - start < 0.95
