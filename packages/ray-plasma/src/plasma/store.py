@@ -1,0 +1,536 @@
+"""The plasma store: an asyncio I/O shell around the pure ``ObjectTable``.
+
+``PlasmaStore`` serves clients on a Unix socket inside the *current* asyncio loop
+(so another program, such as Ray's raylet, can embed it) and offers the same
+operations in-process through the ``*_local`` methods, which skip the socket.
+
+Each connection is an ``asyncio.Protocol`` (cheaper than streams per message);
+all table mutations happen under one lock, so the in-process API may also be
+called from other threads. Waiting ``get`` requests are parked per object id and
+answered when the object is sealed or their timeout expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import mmap
+import os
+import socket
+import threading
+from collections.abc import Callable
+
+from plasma import arena, errors, protocol
+from plasma._ids import ID_SIZE, ObjectID, as_key
+from plasma.object_table import ObjectEntry, ObjectTable
+
+logger = logging.getLogger(__name__)
+
+LOCAL_CLIENT = 0  # the client id of the in-process (embedding) API
+
+Listener = Callable[[str, ObjectID, int], None]
+
+
+class _GetWaiter:
+    __slots__ = ("connection", "request_id", "keys", "results", "missing", "timer", "done")
+
+    def __init__(self, connection, request_id, keys, results, missing):
+        self.connection = connection
+        self.request_id = request_id
+        self.keys = keys
+        self.results = results
+        self.missing = missing  # index -> key, for results still None
+        self.timer = None
+        self.done = False
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, store: PlasmaStore) -> None:
+        self.store = store
+        self.client_id = 0
+        self.transport: asyncio.Transport | None = None
+        self.frames = protocol.FrameBuffer()
+        self.waiters: set[_GetWaiter] = set()
+        self.subscribed = False
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.store._accept(self)
+
+    def data_received(self, data) -> None:
+        try:
+            frames = self.frames.feed(data)
+        except errors.ProtocolError as error:
+            self.fail(error)
+            return
+        for body in frames:
+            if self.transport is None or self.transport.is_closing():
+                return
+            self.store._handle_frame(self, body)
+
+    def connection_lost(self, exc) -> None:
+        self.store._disconnect(self)
+        self.transport = None
+
+    def send(self, frame: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(frame)
+
+    def fail(self, error: Exception) -> None:
+        logger.warning("closing plasma client %d: %s", self.client_id, error)
+        self.send(protocol.error_reply(0, error))
+        if self.transport is not None:
+            self.transport.close()
+
+
+class PlasmaStore:
+    """A shared-memory object store of ``capacity_bytes``.
+
+    Args:
+        capacity_bytes: size of the arena.
+        directory: where the arena file lives (``/dev/shm``, or a hugetlbfs mount).
+        huge_pages: the directory is a hugetlbfs mount (the size is rounded up to 2 MiB).
+        prefault: populate every page at start, in the background (see ``plasma.arena``).
+        name_prefix: prefix of the (immediately unlinked) arena file name.
+    """
+
+    def __init__(
+        self,
+        capacity_bytes: int,
+        *,
+        directory: str = "/dev/shm",
+        huge_pages: bool = False,
+        prefault: bool = True,
+        name_prefix: str = "plasma",
+    ) -> None:
+        if capacity_bytes <= 0:
+            raise ValueError(f"capacity_bytes must be positive, got {capacity_bytes}")
+        self._capacity_request = int(capacity_bytes)
+        self._directory = directory
+        self._huge_pages = huge_pages
+        self._prefault = prefault
+        self._name_prefix = name_prefix
+        self._table = ObjectTable(self._capacity_request)
+        self._lock = threading.RLock()
+        self._connections: dict[int, _Connection] = {}
+        self._next_client_id = LOCAL_CLIENT + 1
+        self._waiters: dict[bytes, list[_GetWaiter]] = {}
+        self._listeners: list[Listener] = []
+        self._fd = -1
+        self._arena_size = 0
+        self._mm: mmap.mmap | None = None
+        self._prefaulter: arena.Prefaulter | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._socket_path: str | None = None
+
+    # --- lifecycle -------------------------------------------------------------
+    def _open_arena(self) -> None:
+        if self._mm is not None:
+            return
+        self._fd, self._arena_size = arena.create_arena_file(
+            self._capacity_request,
+            directory=self._directory,
+            huge_pages=self._huge_pages,
+            name_prefix=self._name_prefix,
+        )
+        self._mm = arena.map_arena(self._fd, self._arena_size)
+        if self._prefault:
+            address = arena.mapping_address(self._mm)
+            self._prefaulter = arena.Prefaulter(
+                address, self._arena_size, arena.prefault_limit("PLASMA_PREFAULT_BYTES")
+            ).start()
+
+    async def start(self, socket_path: str) -> None:
+        """Create the arena and serve clients on ``socket_path`` in the running loop."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._open_arena()
+        if os.path.exists(socket_path):
+            os.unlink(socket_path)
+        self._socket_path = socket_path
+        self._server = await self._loop.create_unix_server(lambda: _Connection(self), socket_path)
+
+    def wait_prefaulted(self, timeout_s: float | None = None) -> bool:
+        """Block until the background pre-fault finished (True if it did)."""
+        return self._prefaulter is None or self._prefaulter.wait(timeout_s)
+
+    async def stop(self) -> None:
+        """Close every client, stop serving, unmap the arena and remove the socket."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for connection in list(self._connections.values()):
+            if connection.transport is not None:
+                connection.transport.close()
+            self._disconnect(connection)
+        if self._socket_path is not None:
+            try:
+                os.unlink(self._socket_path)
+            except FileNotFoundError:
+                pass
+            self._socket_path = None
+        if self._prefaulter is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._prefaulter.stop)
+            self._prefaulter = None
+        self._close_arena()
+        await asyncio.sleep(0)  # let transports finish closing
+
+    def _close_arena(self) -> None:
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:
+                pass  # views handed out in-process are alive; the GC unmaps it later
+            self._mm = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    # --- properties --------------------------------------------------------------
+    @property
+    def capacity_bytes(self) -> int:
+        return self._table.capacity_bytes
+
+    @property
+    def used_bytes(self) -> int:
+        return self._table.used_bytes
+
+    @property
+    def pinned_bytes(self) -> int:
+        return self._table.pinned_bytes
+
+    @property
+    def socket_path(self) -> str | None:
+        return self._socket_path
+
+    def add_listener(self, callback: Listener) -> None:
+        """Call ``callback(event, object_id, data_size)`` for "sealed" and "deleted" events.
+
+        Callbacks run on the store's event-loop thread (events caused by the
+        in-process API on other threads are handed over to it) and must not block.
+        """
+        self._listeners.append(callback)
+
+    # --- in-process API ---------------------------------------------------------
+    def create_local(self, object_id, data_size: int, metadata: bytes = b"") -> memoryview:
+        """Create an object and return a writable view of its data; pinned until released."""
+        self._open_arena()
+        with self._lock:
+            entry, evicted = self._create(as_key(object_id), int(data_size), metadata, LOCAL_CLIENT)
+        self._announce_freed(evicted)
+        return memoryview(self._mm)[entry.offset : entry.offset + entry.data_size]
+
+    def seal_local(self, object_id) -> None:
+        with self._lock:
+            entry, freed = self._table.seal(as_key(object_id), LOCAL_CLIENT)
+        self._announce_sealed(entry)
+        self._announce_freed(freed)
+
+    def abort_local(self, object_id) -> None:
+        with self._lock:
+            self._table.abort(as_key(object_id), LOCAL_CLIENT)
+
+    def get_local(self, object_id) -> tuple[memoryview, bytes] | None:
+        """A read-only view and the metadata of a sealed object (pinned until release_local)."""
+        with self._lock:
+            entry = self._table.pin(as_key(object_id), LOCAL_CLIENT)
+        if entry is None:
+            return None
+        view = memoryview(self._mm)[entry.offset : entry.offset + entry.data_size]
+        return view.toreadonly(), entry.metadata
+
+    def release_local(self, object_id) -> None:
+        with self._lock:
+            freed = self._table.release(as_key(object_id), LOCAL_CLIENT)
+        self._announce_freed(freed)
+
+    def delete_local(self, object_id) -> None:
+        with self._lock:
+            freed = self._table.delete(as_key(object_id))
+        self._announce_freed(freed)
+
+    def contains_local(self, object_id) -> bool:
+        with self._lock:
+            return self._table.is_sealed(as_key(object_id))
+
+    def evict_local(self, num_bytes: int) -> int:
+        with self._lock:
+            evicted = self._table.evict(num_bytes)
+        self._announce_freed(evicted)
+        return sum(entry.extent_bytes for entry in evicted)
+
+    # --- connections ---------------------------------------------------------------
+    def _accept(self, connection: _Connection) -> None:
+        with self._lock:
+            connection.client_id = self._next_client_id
+            self._next_client_id += 1
+            self._connections[connection.client_id] = connection
+        hello = protocol.encode(
+            [protocol.HELLO, 0, connection.client_id, self._arena_size, self.capacity_bytes]
+        )
+        raw = connection.transport.get_extra_info("socket")
+        dup = socket.socket(fileno=os.dup(raw.fileno()))
+        try:
+            socket.send_fds(dup, [hello], [self._fd])
+        except OSError as error:
+            logger.warning("could not hand the arena to a new client: %s", error)
+            connection.transport.close()
+        finally:
+            dup.close()
+
+    def _disconnect(self, connection: _Connection) -> None:
+        with self._lock:
+            if self._connections.pop(connection.client_id, None) is None:
+                return
+            for waiter in list(connection.waiters):
+                self._finish_waiter(waiter, reply=False)
+            aborted, freed = self._table.disconnect(connection.client_id)
+        self._announce_freed(freed)
+
+    # --- request handling -------------------------------------------------------------
+    def _handle_frame(self, connection: _Connection, body: bytes) -> None:
+        try:
+            message = protocol.decode(body)
+        except Exception as error:
+            connection.fail(errors.ProtocolError(f"undecodable frame: {error}"))
+            return
+        op, request_id = message[0], message[1]
+        if not isinstance(request_id, int) or isinstance(request_id, bool) or request_id < 0:
+            connection.fail(errors.ProtocolError(f"bad request id {request_id!r:.40}"))
+            return
+        handler = self._HANDLERS.get(op) if isinstance(op, int) else None
+        try:
+            if handler is None:
+                raise errors.ProtocolError(f"unknown operation {op!r:.40}")
+            reply = handler(self, connection, request_id, *message[2:])
+        except (errors.PlasmaError, ValueError, TypeError) as error:
+            if request_id:
+                if isinstance(error, errors.ObjectStoreFullError):
+                    self._announce_freed(getattr(error, "evicted", []))
+                connection.send(protocol.error_reply(request_id, error))
+            else:
+                logger.debug(
+                    "one-way op %r of client %d failed: %s", op, connection.client_id, error
+                )
+            return
+        except Exception as error:  # a bug must cost one connection, never the store
+            logger.exception("plasma store failed on a request of client %d", connection.client_id)
+            connection.fail(errors.ProtocolError(f"internal error: {error!r}"))
+            return
+        if reply is not None and request_id:
+            connection.send(protocol.encode([protocol.REPLY, request_id, protocol.OK, reply]))
+
+    def _create(
+        self, key: bytes, data_size: int, metadata, client: int
+    ) -> tuple[ObjectEntry, list]:
+        metadata = _check_bytes(metadata, "metadata")
+        _check_int(data_size, "data_size", 0, self.capacity_bytes * 4 + 2**32)
+        return self._table.create(key, data_size, metadata, client)
+
+    def _op_create(self, connection, request_id, key, data_size, metadata=b""):
+        key = _check_key(key)
+        with self._lock:
+            entry, evicted = self._create(key, data_size, metadata, connection.client_id)
+        self._announce_freed(evicted)
+        return entry.offset
+
+    def _op_create_and_seal(self, connection, request_id, key, data, metadata=b""):
+        key = _check_key(key)
+        data = _check_bytes(data, "data")
+        client = connection.client_id
+        with self._lock:
+            entry, evicted = self._create(key, len(data), metadata, client)
+            self._mm[entry.offset : entry.offset + len(data)] = data
+            self._table.seal(key, client)
+            freed = self._table.release(key, client)
+        self._announce_freed(evicted)
+        self._announce_sealed(entry)
+        self._announce_freed(freed)
+        return True
+
+    def _op_seal(self, connection, request_id, key):
+        with self._lock:
+            entry, freed = self._table.seal(_check_key(key), connection.client_id)
+        self._announce_sealed(entry)
+        self._announce_freed(freed)
+        return True
+
+    def _op_abort(self, connection, request_id, key):
+        with self._lock:
+            self._table.abort(_check_key(key), connection.client_id)
+        return True
+
+    def _op_get(self, connection, request_id, keys, timeout_ms=-1):
+        if not isinstance(keys, list):
+            raise TypeError("GET needs a list of object ids")
+        keys = [_check_key(key) for key in keys]
+        _check_int(timeout_ms, "timeout_ms", -1, 2**62)
+        client = connection.client_id
+        results: list = [None] * len(keys)
+        missing = {}
+        with self._lock:
+            for index, key in enumerate(keys):
+                entry = self._table.pin(key, client)
+                if entry is None:
+                    missing[index] = key
+                else:
+                    results[index] = [entry.offset, entry.data_size, entry.metadata]
+            if not missing or timeout_ms == 0 or not request_id:
+                return results
+            waiter = _GetWaiter(connection, request_id, keys, results, missing)
+            connection.waiters.add(waiter)
+            for key in set(missing.values()):
+                self._waiters.setdefault(key, []).append(waiter)
+        if timeout_ms > 0:
+            waiter.timer = self._loop.call_later(timeout_ms / 1000, self._expire_waiter, waiter)
+        return None
+
+    def _op_release(self, connection, request_id, key, count=1):
+        _check_int(count, "count", 1, 2**62)
+        with self._lock:
+            freed = self._table.release(_check_key(key), connection.client_id, count)
+        self._announce_freed(freed)
+        return True
+
+    def _op_delete(self, connection, request_id, keys):
+        if not isinstance(keys, list):
+            raise TypeError("DELETE needs a list of object ids")
+        keys = [_check_key(key) for key in keys]
+        freed = []
+        with self._lock:
+            for key in keys:
+                freed += self._table.delete(key)
+        self._announce_freed(freed)
+        return True
+
+    def _op_contains(self, connection, request_id, key):
+        with self._lock:
+            return self._table.is_sealed(_check_key(key))
+
+    def _op_list(self, connection, request_id):
+        with self._lock:
+            return [
+                [e.key, e.data_size, len(e.metadata), e.pin_count, e.state.value, e.create_time]
+                for e in self._table.entries()
+            ]
+
+    def _op_evict(self, connection, request_id, num_bytes):
+        _check_int(num_bytes, "num_bytes", 0, 2**62)
+        with self._lock:
+            evicted = self._table.evict(num_bytes)
+        self._announce_freed(evicted)
+        return sum(entry.extent_bytes for entry in evicted)
+
+    def _op_subscribe(self, connection, request_id):
+        connection.subscribed = True
+        return True
+
+    _HANDLERS = {
+        protocol.CREATE: _op_create,
+        protocol.CREATE_AND_SEAL: _op_create_and_seal,
+        protocol.SEAL: _op_seal,
+        protocol.ABORT: _op_abort,
+        protocol.GET: _op_get,
+        protocol.RELEASE: _op_release,
+        protocol.DELETE: _op_delete,
+        protocol.CONTAINS: _op_contains,
+        protocol.LIST: _op_list,
+        protocol.EVICT: _op_evict,
+        protocol.SUBSCRIBE: _op_subscribe,
+    }
+
+    # --- waiting gets -----------------------------------------------------------------
+    def _wake_waiters(self, entry: ObjectEntry) -> None:
+        with self._lock:
+            waiters = self._waiters.pop(entry.key, ())
+            for waiter in waiters:
+                if waiter.done:
+                    continue
+                client = waiter.connection.client_id
+                for index in [i for i, key in waiter.missing.items() if key == entry.key]:
+                    pinned = self._table.pin(entry.key, client)
+                    if pinned is None:  # deleted or evicted before we got here
+                        continue
+                    waiter.results[index] = [pinned.offset, pinned.data_size, pinned.metadata]
+                    del waiter.missing[index]
+                if not waiter.missing:
+                    self._finish_waiter(waiter, reply=True)
+
+    def _expire_waiter(self, waiter: _GetWaiter) -> None:
+        with self._lock:
+            if not waiter.done:
+                self._finish_waiter(waiter, reply=True)
+
+    def _finish_waiter(self, waiter: _GetWaiter, *, reply: bool) -> None:
+        waiter.done = True
+        if waiter.timer is not None:
+            waiter.timer.cancel()
+        waiter.connection.waiters.discard(waiter)
+        for key in set(waiter.missing.values()):
+            parked = self._waiters.get(key)
+            if parked is not None and waiter in parked:
+                parked.remove(waiter)
+                if not parked:
+                    del self._waiters[key]
+        if reply:
+            waiter.connection.send(
+                protocol.encode([protocol.REPLY, waiter.request_id, protocol.OK, waiter.results])
+            )
+
+    # --- events ----------------------------------------------------------------------------
+    def _on_loop_thread(self) -> bool:
+        return self._loop is None or threading.get_ident() == self._loop_thread
+
+    def _announce_sealed(self, entry: ObjectEntry) -> None:
+        if not self._on_loop_thread():
+            self._loop.call_soon_threadsafe(self._announce_sealed, entry)
+            return
+        if entry.key in self._waiters:
+            self._wake_waiters(entry)
+        self._notify(entry.key, entry.data_size, len(entry.metadata), "sealed")
+
+    def _announce_freed(self, entries: list[ObjectEntry]) -> None:
+        if not entries:
+            return
+        if not self._on_loop_thread():
+            self._loop.call_soon_threadsafe(self._announce_freed, entries)
+            return
+        for entry in entries:
+            self._notify(entry.key, -1, len(entry.metadata), "deleted")
+
+    def _notify(self, key: bytes, data_size: int, metadata_size: int, event: str) -> None:
+        frame = None
+        for connection in list(self._connections.values()):
+            if connection.subscribed:
+                if frame is None:
+                    frame = protocol.encode([protocol.NOTIFY, 0, key, data_size, metadata_size])
+                connection.send(frame)
+        if self._listeners:
+            object_id = ObjectID(key)
+            for listener in list(self._listeners):
+                try:
+                    listener(event, object_id, data_size)
+                except Exception:
+                    logger.exception("plasma store listener %r failed", listener)
+
+
+def _check_key(key) -> bytes:
+    if not isinstance(key, bytes) or len(key) != ID_SIZE:
+        raise TypeError(f"an object id must be {ID_SIZE} bytes, got {key!r:.60}")
+    return key
+
+
+def _check_bytes(value, name: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{name} must be bytes, got {type(value).__name__}")
+
+
+def _check_int(value, name: str, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r:.40}")
+    return value
