@@ -19,7 +19,10 @@ __path__ = extend_path(__path__, __name__)
 
 __version__ = "0.7.0"
 
-from ray import exceptions  # noqa: E402
+from ray import (
+    exceptions,  # noqa: E402
+    services,  # noqa: E402
+)
 from ray._private.api import (  # noqa: E402
     available_resources,
     cancel,
@@ -29,6 +32,7 @@ from ray._private.api import (  # noqa: E402
     get_dashboard_url,
     get_gpu_ids,
     get_resource_ids,
+    get_runtime_context,  # noqa: E402
     get_webui_url,
     init,
     is_initialized,
@@ -42,6 +46,16 @@ from ray._private.api import (  # noqa: E402
     wait,
 )
 from ray._private.object_ref import ObjectID, ObjectRef  # noqa: E402
+from ray._private.state import (  # noqa: E402
+    errors,
+    object_transfer_timeline,
+    objects,
+    profile,
+    tasks,
+    timeline,
+)
+
+error_info = errors
 from ray.actor import ActorHandle  # noqa: E402
 
 # 0.2.2 driver modes (PYTHON_MODE ran tasks serially in the driver, like local_mode).
@@ -52,6 +66,15 @@ __all__ = [
     "ObjectID",
     "ObjectRef",
     "available_resources",
+    "error_info",
+    "errors",
+    "get_runtime_context",
+    "object_transfer_timeline",
+    "objects",
+    "profile",
+    "services",
+    "tasks",
+    "timeline",
     "cancel",
     "cluster_resources",
     "exceptions",

@@ -268,3 +268,9 @@ def _print_to_driver(prefix: str, lines, is_err: bool):
     stream = sys.stderr if is_err else sys.stdout
     for line in lines:
         print(f"{prefix} {line}", file=stream)
+
+
+def get_runtime_context():
+    from ray.runtime_context import get_runtime_context as _get
+
+    return _get()

@@ -43,7 +43,7 @@ class RayConfig:
     gcs_connect_timeout_s: float = 10.0
     profiling_enabled: bool = True
     max_profile_events_buffered: int = 100_000
-    task_events_flush_period_s: float = 1.0
+    task_events_flush_period_s: float = 0.2
     log_to_driver_poll_s: float = 0.1
 
 

@@ -112,6 +112,7 @@ class CoreWorker:
         from ray._private.runtime.actor_manager import ActorManager
 
         self.actors = ActorManager(self)
+        self.loop.call_later(config.task_events_flush_period_s, self._periodic_flush)
 
     # -- wiring -------------------------------------------------------------------
     def _make_handlers(self):
@@ -604,6 +605,26 @@ class CoreWorker:
     def cancel(self, ref, force: bool) -> None:
         self.submitter.cancel(ref.binary(), force)
 
+    def flush_profile_events(self) -> None:
+        events, self._profile_events = self._profile_events, []
+        if events:
+            import msgpack
+
+            self.gcs.rpush(
+                keys.PROFILE_EVENTS,
+                msgpack.packb([self.node_ip, self.worker_id.hex(), events], use_bin_type=True),
+                max_len=10_000,
+            )
+
+    def _periodic_flush(self) -> None:
+        if self.shutting_down:
+            return
+        try:
+            self.flush_profile_events()
+        except Exception:
+            logger.debug("profile flush failed", exc_info=True)
+        self.loop.call_later(self.config.task_events_flush_period_s, self._periodic_flush)
+
     # -- lifecycle --------------------------------------------------------------------------------
     def _handle_exit(self, peer):
         if self.mode == MODE_WORKER:
@@ -630,6 +651,8 @@ class CoreWorker:
     def shutdown(self) -> None:
         if self.shutting_down:
             return
+        with contextlib.suppress(Exception):
+            self.flush_profile_events()
         self.shutting_down = True
         with contextlib.suppress(Exception):
             self.submitter.return_all()

@@ -167,7 +167,7 @@ class TaskExecutor:
             return prepared[1]
         _, fn, args, kwargs, ctx = prepared
         try:
-            with self.core.profile_span("task:execute", ctx[1]):
+            with self.core.profile_span("task:execute", ctx[1], {"task_id": spec[TASK_ID].hex()}):
                 if kind == KIND_ACTOR_CREATION:
                     actor_worker.become_actor(self, spec, fn, args, kwargs)
                     value = None
@@ -245,8 +245,19 @@ class TaskExecutor:
                 tb = "".join(traceback.format_exception(exc))
             err = RayTaskError(name, tb, exc, os.getpid(), self.core.node_ip).as_instanceof_cause()
             self.core.report_task_error(name, tb)
+            self._send_error_signal(err)
         small = ser.serialize_error(err)
         return [[oid, RESULT_INLINE, small.metadata, small.data] for oid in return_ids]
+
+    def _send_error_signal(self, err) -> None:
+        from ray.experimental import signal
+
+        core = self.core
+        source = core.actor_id if core.actor_id is not None else core.current_task_id
+        try:
+            signal.send_error(core, source.hex(), err)
+        except Exception:
+            logger.debug("could not record an error signal", exc_info=True)
 
     def _set_resource_ids(self, resource_ids) -> None:
         self.core.resource_ids = resource_ids or {}

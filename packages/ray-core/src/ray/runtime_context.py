@@ -1,0 +1,50 @@
+"""``ray.get_runtime_context()``: who and where the current code runs."""
+
+from __future__ import annotations
+
+from ray._private import runtime as _runtime
+
+
+class RuntimeContext:
+    def __init__(self, rt):
+        self._rt = rt
+
+    def get_node_id(self) -> str:
+        return self._rt.node["node_id"] if hasattr(self._rt, "node") else "local"
+
+    def get_job_id(self) -> str:
+        return self._rt.job_id.hex()
+
+    def get_task_id(self) -> str | None:
+        task = getattr(self._rt, "current_task_id", None)
+        base = getattr(self._rt, "base_task_id", None)
+        return None if task is None or task == base else task.hex()
+
+    def get_actor_id(self) -> str | None:
+        actor = getattr(self._rt, "actor_id", None)
+        return None if actor is None else actor.hex()
+
+    def get_worker_id(self) -> str:
+        return self._rt.worker_id.hex()
+
+    @property
+    def namespace(self) -> str:
+        return self._rt.namespace
+
+    @property
+    def node_id(self):
+        return self.get_node_id()
+
+    @property
+    def job_id(self):
+        return self.get_job_id()
+
+    def get_resource_ids(self) -> dict:
+        return self._rt.resource_ids_now()
+
+    def get_assigned_resources(self) -> dict:
+        return {k: sum(f for _, f in v) for k, v in self._rt.resource_ids_now().items()}
+
+
+def get_runtime_context() -> RuntimeContext:
+    return RuntimeContext(_runtime.current())
