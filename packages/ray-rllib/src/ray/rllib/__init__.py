@@ -20,6 +20,16 @@ from ray.rllib.policy.policy import Policy
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.policy.torch_policy import TorchPolicy
 
+
+def _register_with_tune():
+    """Make ``tune.run("PPO")`` and ``rllib train --run PPO`` find the Trainers."""
+    from ray.rllib.agents.registry import register_with_tune
+
+    register_with_tune()
+
+
+_register_with_tune()
+
 __all__ = [
     "BaseEnv",
     "EnvContext",

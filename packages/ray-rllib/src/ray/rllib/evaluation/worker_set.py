@@ -35,10 +35,18 @@ class WorkerSet:
             num_cpus=config.get("num_cpus_per_worker", 1),
             num_gpus=config.get("num_gpus_per_worker", 0),
             resources=config.get("custom_resources_per_worker") or None,
-        )(RolloutWorker)
+        )(_remote_worker_class())
+        from ray.rllib.models.catalog import ModelCatalog
+
+        # Custom models registered in the driver must exist in the workers too.
+        catalog = ModelCatalog.export_registry()
+
+        def create(*args, **kwargs):
+            return remote_cls.remote(catalog, *args, **kwargs)
+
         start = len(self._remote_workers) + 1
         self._remote_workers.extend(
-            self._make_worker(remote_cls.remote, self._env_creator, self._policy, i)
+            self._make_worker(create, self._env_creator, self._policy, i)
             for i in range(start, start + num_workers)
         )
 
@@ -102,3 +110,43 @@ class WorkerSet:
             soft_horizon=config.get("soft_horizon", False),
             seed=seed,
         )
+
+
+_WORKER_METHODS = (
+    "sample", "sample_with_count", "get_metrics", "learn_on_batch", "compute_gradients",
+    "apply_gradients", "get_weights", "set_weights", "get_filters", "sync_filters", "save",
+    "restore", "get_state", "set_state", "set_global_vars", "get_policy", "for_policy",
+    "foreach_policy", "foreach_trainable_policy", "foreach_env", "get_host", "stop",
+)
+
+
+def _remote_worker_class():
+    """The actor class for remote RolloutWorkers.
+
+    It is defined in a closure, so it travels by value and imports RolloutWorker
+    (and with it torch) only inside ``__init__``: a Ray actor class whose import
+    pulls in torch makes actor creation hang in this ray-core (see the package
+    README), while the same import inside a method is fine.
+    """
+
+    class RolloutWorkerActor:
+        def __init__(self, catalog, *args, **kwargs):
+            from ray.rllib.evaluation.rollout_worker import RolloutWorker
+            from ray.rllib.models.catalog import ModelCatalog
+
+            ModelCatalog.import_registry(catalog)
+            self.worker = RolloutWorker(*args, **kwargs)
+
+        def apply(self, func, *args):
+            return func(self.worker, *args)
+
+    def forward(name):
+        def method(self, *args, **kwargs):
+            return getattr(self.worker, name)(*args, **kwargs)
+
+        method.__name__ = name
+        return method
+
+    for name in _WORKER_METHODS:
+        setattr(RolloutWorkerActor, name, forward(name))
+    return RolloutWorkerActor

@@ -77,6 +77,18 @@ class ModelCatalog:
         _custom_action_dists[name] = dist_class
 
     @staticmethod
+    def export_registry() -> dict:
+        """The custom registrations, to re-register them in worker processes."""
+        return {"models": dict(_custom_models), "preprocessors": dict(_custom_preprocessors),
+                "action_dists": dict(_custom_action_dists)}
+
+    @staticmethod
+    def import_registry(registry: dict) -> None:
+        _custom_models.update(registry["models"])
+        _custom_preprocessors.update(registry["preprocessors"])
+        _custom_action_dists.update(registry["action_dists"])
+
+    @staticmethod
     def get_action_dist(action_space, config=None, dist_type=None, torch=True):
         """Return ``(dist_class, num_model_outputs)`` for ``action_space``."""
         config = config or MODEL_DEFAULTS

@@ -167,7 +167,7 @@ class TorchPolicy(Policy):
 
     def set_weights(self, weights: dict) -> None:
         with self.lock:
-            self.model.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+            self.model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
 
     def get_state(self) -> dict:
         return {"weights": self.get_weights(), "global_timestep": self.global_timestep,
