@@ -11,7 +11,7 @@ from ray import tune
 
 def on_episode_start(info):
     episode = info["episode"]
-    print("episode {} started".format(episode.episode_id))
+    print(f"episode {episode.episode_id} started")
     episode.user_data["pole_angles"] = []
 
 
@@ -24,8 +24,7 @@ def on_episode_step(info):
 def on_episode_end(info):
     episode = info["episode"]
     pole_angle = np.mean(episode.user_data["pole_angles"])
-    print("episode {} ended with length {} and pole angles {}".format(
-        episode.episode_id, episode.length, pole_angle))
+    print(f"episode {episode.episode_id} ended with length {episode.length} and pole angles {pole_angle}")
     episode.custom_metrics["pole_angle"] = pole_angle
 
 

@@ -13,8 +13,6 @@ import os
 
 import yaml
 
-import ray
-
 EXAMPLE_USAGE = """
 Training example via RLlib CLI:
     rllib train --run DQN --env CartPole-v0
@@ -81,9 +79,8 @@ def main(argv=None) -> int:
             spec["config"]["env"] = spec.pop("env")
         if not spec.get("restore"):
             spec.pop("restore", None)
-    from ray import tune
-
     import ray.rllib  # noqa: F401  (registers the algorithms with Tune)
+    from ray import tune
 
     ray.init(address=args.ray_address, num_cpus=args.ray_num_cpus, num_gpus=args.ray_num_gpus,
              object_store_memory=args.ray_object_store_memory)
