@@ -5,7 +5,6 @@
     RuntimeError
      └── TrainingFailedError         a replica group failed and no retry is left
           └── RendezvousTimeoutError  replicas did not all connect within timeout_s
-                                      (also a TimeoutError)
 
 Both pickle, name the replicas involved and the cause, and say what to try next.
 """
@@ -31,5 +30,9 @@ class TrainingFailedError(RuntimeError):
         return (type(self), (self.args[0], self.failed_ranks, self.cause))
 
 
-class RendezvousTimeoutError(TrainingFailedError, TimeoutError):
-    """The replicas did not all join ``torch.distributed`` within ``timeout_s``."""
+class RendezvousTimeoutError(TrainingFailedError):
+    """The replicas did not all join ``torch.distributed`` within ``timeout_s``.
+
+    Not also a ``TimeoutError``: mixing ``RuntimeError`` and ``OSError`` bases
+    breaks ray-core's "RayTaskError that is also the cause's class" wrapper.
+    """

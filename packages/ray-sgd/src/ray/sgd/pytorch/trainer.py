@@ -19,7 +19,8 @@ from collections.abc import Callable
 import torch
 
 import ray
-from ray.sgd.errors import RendezvousTimeoutError, TrainingFailedError
+from ray.exceptions import RayActorError
+from ray.sgd.errors import TrainingFailedError
 from ray.sgd.pytorch.recovery import GiveUp, RetryBudget
 from ray.sgd.pytorch.runner import PyTorchRunner
 from ray.sgd.pytorch.stats import merge_train_stats, merge_validation_stats
@@ -234,15 +235,14 @@ class PyTorchTrainer:
 
 
 def _as_training_error(err: Exception, rank: int, what: str, world: int) -> TrainingFailedError:
-    for candidate in (err, getattr(err, "cause", None), err.__cause__):
-        if isinstance(candidate, TrainingFailedError):
-            return candidate
-    if isinstance(err, RendezvousTimeoutError):
-        return err
-    actor_error = getattr(ray.exceptions, "RayActorError", ()) if hasattr(ray, "exceptions") else ()
-    if actor_error and isinstance(err, actor_error):
+    # ray re-raises a replica's exception wrapped in a RayTaskError; the
+    # replica's own TrainingFailedError (with its ranks) is the wrapper's cause.
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, TrainingFailedError):
+        return cause
+    if isinstance(err, RayActorError):
         return TrainingFailedError(
-            f"replica {rank} of {world} died during {what}: {err}. Pass max_retries to "
+            f"replica {rank} of {world} died during {what}: {err} Pass max_retries to "
             f"train() to restart the group from the last checkpoint",
             failed_ranks=(rank,),
             cause=repr(err),
