@@ -12,7 +12,8 @@ Topology (nothing touches the root namespace)::
     <tag>h2 : 10.200.0.12   ...
 
 Namespaces share the filesystem, so each host's sshd sets its own HOME
-(``SetEnv HOME=...``): ``~/`` paths stay per host, as on real machines. Because
+(``SetEnv HOME=...``) and runs in its own mount namespace with a private
+``/tmp/ray``: ``~/`` paths and Ray sessions stay per host, as on real machines. Because
 every switch is its own namespace, concurrent runs may reuse the same subnet;
 only namespace names are unique (tag from the pid and a counter).
 
@@ -34,6 +35,7 @@ import time
 from collections.abc import Sequence
 
 SSHD = "/usr/sbin/sshd"
+RAY_TMP = "/tmp/ray"
 SUBNET = "10.200.0"
 _COUNTER = itertools.count()
 
@@ -48,6 +50,8 @@ def netns_available() -> str | None:
         return "openssh-server is not installed (apt-get install -y openssh-server)"
     if shutil.which("rsync") is None:
         return "rsync is not installed"
+    if shutil.which("unshare") is None:
+        return "unshare (util-linux) is not installed"
     return None
 
 
@@ -117,6 +121,8 @@ class NetnsHosts:
         self._ip("-n", namespace, "link", "set", "lo", "up")
         self._ip("-n", namespace, "addr", "add", f"{ip}/24", "dev", "eth0")
         self._ip("-n", namespace, "link", "set", "eth0", "up")
+        # Like a real machine: a default route, so "which IP reaches the world" works.
+        self._ip("-n", namespace, "route", "add", "default", "dev", "eth0")
 
     def _keys(self) -> None:
         os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege-separation dir
@@ -144,10 +150,17 @@ class NetnsHosts:
                 f"SetEnv HOME={host.home}\n"
             )
         log = open(os.path.join(self.workdir, f"sshd-{index}.log"), "w")
+        # Each host gets a private /tmp/ray (its own mount namespace), so `ray start`
+        # sessions and `ray stop` stay per host although the filesystem is shared.
+        private = os.path.join(host.home, ".tmp_ray")
+        os.makedirs(private)
+        os.makedirs(RAY_TMP, exist_ok=True)
+        inner = f"mount --bind {private} {RAY_TMP} && exec {SSHD} -D -e -f {config}"
         # -D: stay in the foreground, so this Popen owns (and later reaps) the daemon.
         self._sshd.append(
             subprocess.Popen(
-                ["ip", "netns", "exec", host.namespace, SSHD, "-D", "-e", "-f", config],
+                ["ip", "netns", "exec", host.namespace,
+                 "unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
                 stdout=log, stderr=subprocess.STDOUT,
             )
         )  # fmt: skip

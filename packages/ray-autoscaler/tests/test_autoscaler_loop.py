@@ -213,6 +213,19 @@ def test_monitor_survives_a_failing_round():
     assert Broken.calls == 3 and all("redis went away" in m for m in logged)
 
 
+def test_monitor_exits_once_its_head_is_gone_but_not_before_seeing_it():
+    class Counting:
+        rounds = 0
+
+        def update(self):
+            Counting.rounds += 1
+
+    states = iter([False, False, True, True, False])
+    logged = []
+    Monitor(Counting(), interval_s=0, log=logged.append, head_alive=lambda: next(states)).run()
+    assert Counting.rounds == 4 and "monitor exiting" in logged[-1]
+
+
 def test_monitor_process_scales_up_from_a_load_file(tmp_path):
     """The real monitor entry point, as ray-core will start it, with load read from a file."""
     load_file = tmp_path / "load.json"

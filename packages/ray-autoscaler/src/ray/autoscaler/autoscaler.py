@@ -296,7 +296,11 @@ class StandardAutoscaler:
 
 
 class Monitor:
-    """Runs ``autoscaler.update()`` every ``interval_s`` until stopped; never dies of one error."""
+    """Runs ``autoscaler.update()`` every ``interval_s`` until stopped; never dies of one error.
+
+    It stops by itself once the cluster's head node, having been seen, is gone
+    (``ray down``): a monitor outliving its cluster would relaunch min_workers.
+    """
 
     def __init__(
         self,
@@ -304,21 +308,37 @@ class Monitor:
         *,
         interval_s: float = 5.0,
         log: Callable[[str], None] | None = None,
+        head_alive: Callable[[], bool] | None = None,
     ):
         self.autoscaler = autoscaler
         self.interval_s = interval_s
         self.log = log or (lambda msg: logger.info("%s", msg))
+        self.head_alive = head_alive
         self._stop = threading.Event()
+        self._head_seen = False
 
     def run(self, max_rounds: int | None = None) -> None:
         rounds = 0
         while not self._stop.is_set() and (max_rounds is None or rounds < max_rounds):
+            if self._cluster_gone():
+                self.log("the head node is gone (ray down?): monitor exiting")
+                return
             try:
                 self.autoscaler.update()
             except Exception as e:  # noqa: BLE001 - the monitor outlives a bad round
                 self.log(f"autoscaler round failed: {type(e).__name__}: {e}")
             rounds += 1
             self._stop.wait(self.interval_s)
+
+    def _cluster_gone(self) -> bool:
+        if self.head_alive is None:
+            return False
+        try:
+            alive = self.head_alive()
+        except Exception:  # noqa: BLE001 - a provider hiccup is not a teardown
+            return False
+        self._head_seen |= alive
+        return self._head_seen and not alive
 
     def stop(self) -> None:
         self._stop.set()

@@ -274,16 +274,25 @@ def teardown_cluster(
     echo: Echo = click.echo,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Stop Ray and terminate the workers, then (unless workers_only) the head."""
+    """Stop Ray and terminate the head (unless workers_only), then the workers.
+
+    The head goes first so its monitor cannot launch replacements for workers
+    that are being torn down (it exits once its head is gone).
+    """
     config = _load(config_file, override_cluster_name)
     _confirm(f"This will destroy cluster {config.cluster_name!r}. Continue?", yes)
     provider = _provider(config)
     try:
-        workers = provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_WORKER})
         heads = [] if workers_only else _head_nodes(provider)
-        if provider.nodes_outlive_termination:
-            _stop_ray(config, provider, workers + heads, process_runner, echo)
+        if heads:
+            if provider.nodes_outlive_termination:
+                _stop_ray(config, provider, heads, process_runner, echo)
+            echo(f"Terminating head node {heads[0]}")
+            provider.terminate_nodes(heads)
+        workers = provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_WORKER})
         if workers:
+            if provider.nodes_outlive_termination:
+                _stop_ray(config, provider, workers, process_runner, echo)
             echo(f"Terminating {len(workers)} worker node(s)")
             provider.terminate_nodes(workers)
             _wait(
@@ -292,9 +301,6 @@ def teardown_cluster(
                 300,
                 sleep,
             )
-        if heads:
-            echo(f"Terminating head node {heads[0]}")
-            provider.terminate_nodes(heads)
     finally:
         provider.cleanup()
 

@@ -22,6 +22,7 @@ from ray.autoscaler.autoscaler import Monitor, StandardAutoscaler
 from ray.autoscaler.config import load_config
 from ray.autoscaler.load import file_load_source, gcs_load_source
 from ray.autoscaler.node_provider import get_node_provider
+from ray.autoscaler.tags import NODE_KIND_HEAD, TAG_RAY_NODE_KIND
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -54,7 +55,12 @@ def main(argv=None) -> int:
     autoscaler = StandardAutoscaler(
         lambda: load_config(path), provider, load_source, clock=time.monotonic, log=log.info
     )
-    monitor = Monitor(autoscaler, interval_s=args.interval_s, log=log.info)
+    monitor = Monitor(
+        autoscaler,
+        interval_s=args.interval_s,
+        log=log.info,
+        head_alive=lambda: bool(provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_HEAD})),
+    )
     signal.signal(signal.SIGTERM, lambda *_: monitor.stop())
     log.info(
         "monitor started for cluster %s (%s provider)", config.cluster_name, config.provider["type"]
