@@ -11,9 +11,12 @@ every process that maps it): copying into fresh /dev/shm runs at ~1 GB/s here
 against ~11 GB/s into pre-faulted memory. So the store allocates every page at
 start, and every process populates *its own* page tables right after mapping,
 both with ``madvise(MADV_POPULATE_WRITE)`` in 64 MiB chunks from a background
-thread (ctypes drops the GIL around the call). The trade-off: the arena's full
-capacity is resident from the start (like Ray's plasma with huge pages), and
-start-up spends ~0.1-0.3 s per GB of CPU time in the background.
+thread (ctypes drops the GIL around the call) running at nice 19, so it only uses
+idle CPU. A client creating a large object before its background pass got there
+populates that object's range itself first (one madvise instead of a fault per
+page). The trade-off: the arena's full capacity is resident from the start (like
+Ray's plasma with huge pages), and start-up spends ~0.1-0.3 s of CPU per GB in the
+store plus a little per client for page tables.
 """
 
 from __future__ import annotations
@@ -78,6 +81,15 @@ def prefault_limit(env_var: str) -> int | None:
     return None if value in (None, "") else max(0, int(value))
 
 
+def populate(address: int, length: int) -> bool:
+    """Populate page tables for ``[address, address + length)`` now (GIL released)."""
+    if _madvise is None or length <= 0:
+        return False
+    page = mmap.PAGESIZE
+    start = address // page * page
+    return _madvise(start, address + length - start, MADV_POPULATE_WRITE) == 0
+
+
 class Prefaulter:
     """Populates a mapping's pages from a daemon thread; ``stop()`` interrupts it."""
 
@@ -94,6 +106,10 @@ class Prefaulter:
         return self
 
     def _run(self) -> None:
+        try:  # only idle CPU: page faults on the hot path are the fallback, not a hang
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError):
+            pass
         try:
             offset = 0
             while offset < self._size and not self._stop.is_set() and self.supported:

@@ -43,6 +43,9 @@ from plasma.serialization import deserialize, serialize
 _SPIN_S = float(os.environ.get("PLASMA_SPIN_US", "100")) * 1e-6
 _RECV_BYTES = 1 << 20
 _INLINE_PUT_BYTES = 64 * 2**10
+_POPULATE_ON_CREATE_BYTES = 4 * 2**20
+_SPIN_MISSES_BEFORE_PAUSE = 4
+_BLOCKING_RECEIVES_BEFORE_RETRY = 256
 _FLUSH_DELAY_S = float(os.environ.get("PLASMA_FLUSH_DELAY_US", "500")) * 1e-6
 
 
@@ -83,6 +86,9 @@ class PlasmaClient:
         self._reader_active = False
         self._connection_error: Exception | None = None
         self._frames = protocol.FrameBuffer()
+        self._spin_s = _SPIN_S
+        self._spin_misses = 0
+        self._blocking_receives = 0
         self._request_ids = itertools.count(1)
         self._hold_ids = itertools.count(1)
         self._held: dict[bytes, _Held] = {}
@@ -107,6 +113,8 @@ class PlasmaClient:
         """
         key = as_key(object_id)
         offset = self._call(protocol.CREATE, key, int(data_size), bytes(metadata))
+        if data_size >= _POPULATE_ON_CREATE_BYTES and not self._prefaulter.done.is_set():
+            arena.populate(self._arena_address + offset, int(data_size))
         with self._locked():
             held = _Held(offset, int(data_size), bytes(metadata), sealed=False)
             held.store_pins = 1
@@ -471,14 +479,8 @@ class PlasmaClient:
                 self._cond.notify_all()
 
     def _receive_frames(self) -> list[bytes]:
-        spin_until = time.perf_counter() + _SPIN_S
         while True:
-            try:
-                data = self._sock.recv(_RECV_BYTES, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                if time.perf_counter() < spin_until:
-                    continue
-                data = self._sock.recv(_RECV_BYTES)
+            data = self._receive()
             if not data:
                 detail = self._replies.get(0)
                 reason = f": {detail[3]}" if detail else ""
@@ -486,6 +488,35 @@ class PlasmaClient:
             frames = self._frames.feed(data)
             if frames:
                 return frames
+
+    def _receive(self) -> bytes:
+        """One recv: spin briefly first, unless spinning has not paid off lately.
+
+        Spinning only helps when the store has a core of its own; on an
+        oversubscribed machine it steals the store's CPU. So after a few spins in a
+        row that end in a blocking recv anyway, stop spinning for a while.
+        """
+        if self._spin_s:
+            spin_until = time.perf_counter() + self._spin_s
+            while True:
+                try:
+                    data = self._sock.recv(_RECV_BYTES, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    if time.perf_counter() < spin_until:
+                        continue
+                    break
+                self._spin_misses = 0
+                return data
+            self._spin_misses += 1
+            if self._spin_misses >= _SPIN_MISSES_BEFORE_PAUSE:
+                self._spin_s = 0.0
+                self._blocking_receives = 0
+        else:
+            self._blocking_receives += 1
+            if self._blocking_receives >= _BLOCKING_RECEIVES_BEFORE_RETRY:
+                self._spin_s = _SPIN_S
+                self._spin_misses = 0
+        return self._sock.recv(_RECV_BYTES)
 
 
 class _ClientLock:
