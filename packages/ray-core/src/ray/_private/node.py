@@ -80,6 +80,29 @@ def new_session_dir(temp_dir: str | None) -> str:
     return session
 
 
+_MAX_SOCKET_DIR_CHARS = 70  # AF_UNIX paths must stay under 108 bytes with file names
+
+
+def socket_dir(session_dir: str) -> str:
+    """Where a session's Unix sockets live: ``<session>/sockets``, or a short
+    ``/tmp/ray-sockets-<hash>`` twin when the session path is too long for AF_UNIX.
+    Every process derives the same path from the session directory."""
+    path = os.path.join(session_dir, "sockets")
+    if len(path) <= _MAX_SOCKET_DIR_CHARS:
+        return path
+    import hashlib
+
+    short = os.path.join("/tmp", "ray-sockets-" + hashlib.sha1(session_dir.encode()).hexdigest()[:12])
+    os.makedirs(short, exist_ok=True)
+    return short
+
+
+def remove_socket_dir(session_dir: str) -> None:
+    path = socket_dir(session_dir)
+    if not path.startswith(session_dir):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def default_object_store_memory(config: RayConfig) -> int:
     total = psutil.virtual_memory().total
     shm = shutil.disk_usage("/dev/shm").total if os.path.isdir("/dev/shm") else total
@@ -151,7 +174,7 @@ class NodeProcesses:
                      huge_pages: bool = False, node_manager_port: int = 0,
                      head: bool = False, raylet_socket: str | None = None,
                      plasma_socket: str | None = None, timeout_s: float = 30.0) -> dict:
-        sockets = os.path.join(self.session_dir, "sockets")
+        sockets = socket_dir(self.session_dir)
         raylet_socket = raylet_socket or os.path.join(sockets, f"raylet-{node_id[:8]}")
         plasma_socket = plasma_socket or os.path.join(sockets, f"plasma_store-{node_id[:8]}")
         read_fd, write_fd = os.pipe()
@@ -248,6 +271,8 @@ class NodeProcesses:
                 proc.kill()
                 proc.wait()
         self.procs.clear()
+        if self.owned_by_driver:
+            remove_socket_dir(self.session_dir)
 
 
 def new_node_id() -> str:

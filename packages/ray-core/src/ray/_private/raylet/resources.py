@@ -52,10 +52,12 @@ class Allocation:
     instances: dict[str, list[tuple[int, int]]]
 
     def resource_ids(self) -> dict[str, list[tuple[int, float]]]:
-        return {
+        ids = {name: [(0, from_units(units))] for name, units in self.amounts.items()}
+        ids.update({
             name: [(idx, from_units(units)) for idx, units in pairs]
             for name, pairs in self.instances.items()
-        }
+        })
+        return ids
 
 
 class NodeResources:

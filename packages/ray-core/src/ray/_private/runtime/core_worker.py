@@ -154,7 +154,9 @@ class CoreWorker:
                     del self._raylet_peers[key]
 
     def _listen(self):
-        sock_dir = os.path.join(self.node["session_dir"], "sockets")
+        from ray._private.node import socket_dir
+
+        sock_dir = socket_dir(self.node["session_dir"])
         self.unix_path = os.path.join(sock_dir, f"worker-{self.worker_id.hex()[:16]}")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.unix_path)

@@ -129,7 +129,8 @@ class TaskExecutor:
             core.bind_job(spec[JOB])
         ctx = [time.perf_counter(), spec[NAME]]
         core.current_task_id = spec[TASK_ID]
-        self._set_resource_ids(spec[RESOURCE_IDS])
+        if spec[KIND] != KIND_ACTOR_METHOD:  # an actor keeps what its creation leased
+            self._set_resource_ids(spec[RESOURCE_IDS])
         try:
             args, kwargs = self._resolve_args(spec)
             kind = spec[KIND]
