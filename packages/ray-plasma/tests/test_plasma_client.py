@@ -271,3 +271,29 @@ def test_arena_file_is_never_visible_in_dev_shm():
     before = set(os.listdir("/dev/shm"))
     with running_store(CAPACITY):
         assert set(os.listdir("/dev/shm")) == before
+
+
+def test_huge_pages_round_the_arena_and_leave_no_file(tmp_path):
+    with running_store(3 * 2**20, directory=str(tmp_path), huge_pages=True) as (store, path):
+        client = plasma.connect(path)
+        assert store._arena_size == 4 * 2**20 and client.store_capacity() == 3 * 2**20
+        assert client.get(client.put(np.arange(10))).sum() == 45
+        client.disconnect()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_duplicate_ids_in_one_get_each_get_a_pin(client):
+    object_id = client.put(b"abc")
+    values = client.get([object_id, object_id])
+    assert values == [b"abc", b"abc"]
+    views = client.get_buffers([object_id, object_id])
+    assert client.list()[object_id]["ref_count"] == 2
+    del views
+
+
+def test_eviction_is_notified_as_deletion(client):
+    client.subscribe()
+    object_id = client.put(np.zeros(1000))
+    assert client.get_next_notification(timeout_s=5)[0] == object_id
+    client.evict(1)
+    assert client.get_next_notification(timeout_s=5)[:2] == (object_id, -1)

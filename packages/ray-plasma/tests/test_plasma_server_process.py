@@ -45,7 +45,8 @@ def run_client_script(socket_path, body):
     )
 
 
-def test_store_serves_other_processes_and_exits_cleanly_on_sigterm(store_process):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_store_serves_other_processes_and_exits_cleanly_on_signal(store_process, signum):
     process, socket_path = store_process
     client = plasma.connect(socket_path)
     object_id = client.put(np.arange(1000))
@@ -60,7 +61,7 @@ def test_store_serves_other_processes_and_exits_cleanly_on_sigterm(store_process
     assert result.stdout.strip() == str(sum(range(1000)))
     assert "serving" in process.stdout.readline()
     client.disconnect()
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(signum)
     assert process.wait(10) == 0
     assert not os.path.exists(socket_path)
 
