@@ -208,3 +208,184 @@ def test_autoscaler_brings_a_host_up_for_demand_and_down_after_idle_timeout(net,
         f"\nscale-up: launch decided {launched_s:.2f} s, worker set up {up_s:.2f} s after demand;"
         f" scale-down {down_s:.2f} s after idle (idle timeout 3 s, monitor interval 0.5 s)"
     )
+
+
+def _core_cli_available() -> bool:
+    try:
+        from ray.scripts import cli  # ray-core's `ray start/stop`
+    except ImportError:
+        return False
+    return hasattr(cli, "start") and hasattr(cli, "stop")
+
+
+CLUSTER_SCRIPT = """
+import socket, sys, time
+import ray
+
+ray.init(address="auto")
+deadline = time.time() + 60
+while len([n for n in ray.nodes() if n["Alive"]]) < {n_nodes} and time.time() < deadline:
+    time.sleep(0.5)
+
+
+@ray.remote(num_cpus=1)
+def where():
+    time.sleep(0.3)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect(("{head_ip}", 6379))
+    return s.getsockname()[0]
+
+
+print("NODES", sorted(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]))
+print("TASK_IPS", sorted(set(ray.get([where.remote() for _ in range(30)]))))
+ray.shutdown()
+"""
+
+
+def processes_in(namespace: str) -> list[str]:
+    import subprocess
+
+    pids = subprocess.run(
+        ["ip", "netns", "pids", namespace], capture_output=True, text=True, timeout=30
+    ).stdout.split()
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if cmd and "sshd" not in cmd:
+            out.append(cmd)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _core_cli_available(), reason="needs ray-core's `ray start`")
+def test_ray_up_starts_a_real_cluster_a_submitted_script_sees_every_node_and_down_cleans_up(
+    net, tmp_path
+):
+    head, *workers = net.hosts
+    path, load_file = cluster_yaml(
+        net,
+        tmp_path,
+        min_workers=2,
+        head_start_ray_commands=[
+            "ray stop",
+            "ray start --head --port=6379 --num-cpus=1"
+            " --autoscaling-config=~/ray_bootstrap_config.yaml",
+            # ray-core does not start the monitor yet (nor publish load): start it here.
+            f"nohup python -m ray.autoscaler.monitor --autoscaling-config ~/ray_bootstrap_config.yaml"
+            f" --load-file {tmp_path / 'load.json'} --interval-s 0.5 --log-file ~/monitor.log"
+            " > /dev/null 2>&1 < /dev/null &",
+        ],
+        worker_start_ray_commands=[
+            "ray stop",
+            "ray start --address=$RAY_HEAD_IP:6379 --num-cpus=2",
+        ],
+    )
+    write_load(load_file)
+    t0 = time.monotonic()
+    cli(net, "up", path, "--yes")
+    provider = get_node_provider(load_config(path).provider, "netns")
+
+    def ready_workers():
+        nodes = provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_WORKER})
+        up = [
+            n for n in nodes if provider.node_tags(n).get(TAG_RAY_NODE_STATUS) == STATUS_UP_TO_DATE
+        ]
+        return len(up) == 2
+
+    wait_for("min_workers=2 to come up", ready_workers, timeout_s=240)
+    up_s = time.monotonic() - t0
+    script = tmp_path / "sees_every_node.py"
+    script.write_text(CLUSTER_SCRIPT.format(n_nodes=3, head_ip=head.ip))
+    out = cli(net, "submit", path, script)
+    lines = {
+        line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in out.splitlines() if " " in line
+    }
+    all_ips = sorted(h.ip for h in net.hosts)
+    assert lines["NODES"] == str(all_ips), out
+    assert len(eval(lines["TASK_IPS"])) >= 2, out  # tasks ran on more than one machine
+
+    cli(net, "down", path, "--yes")
+    assert provider.non_terminated_nodes({}) == []
+    wait_for(
+        "every Ray process (and the monitor) to exit",
+        lambda: all(not processes_in(h.namespace) for h in net.hosts),
+        timeout_s=60,
+    )
+    print(f"\nray up + 2 workers via the monitor, real ray start: {up_s:.1f} s")
+
+
+def _core_publishes_load() -> bool:
+    try:
+        import ray.state
+    except ImportError:
+        return False
+    return hasattr(ray.state, "cluster_load")
+
+
+DEMAND_SCRIPT = """
+import time
+import ray
+
+ray.init(address="auto")
+
+
+@ray.remote(num_cpus=2)
+def needs_two_cpus():
+    time.sleep(1)
+    return "done"
+
+
+# The head has 1 CPU: these queue until the autoscaler adds a 2-CPU worker.
+print("RESULTS", ray.get([needs_two_cpus.remote() for _ in range(2)]))
+ray.shutdown()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (_core_cli_available() and _core_publishes_load()),
+    reason="needs ray-core's `ray start` and ray.state.cluster_load()",
+)
+def test_real_cluster_scales_up_for_queued_tasks_and_down_when_idle(net, tmp_path):
+    path, _ = cluster_yaml(
+        net,
+        tmp_path,
+        head_start_ray_commands=[
+            "ray stop",
+            "ray start --head --port=6379 --num-cpus=1"
+            " --autoscaling-config=~/ray_bootstrap_config.yaml",
+            "nohup python -m ray.autoscaler.monitor --autoscaling-config ~/ray_bootstrap_config.yaml"
+            " --redis-address $RAY_HEAD_IP:6379 --interval-s 0.5 --log-file ~/monitor.log"
+            " > /dev/null 2>&1 < /dev/null &",
+        ],
+        worker_start_ray_commands=[
+            "ray stop",
+            "ray start --address=$RAY_HEAD_IP:6379 --num-cpus=2",
+        ],
+    )
+    cli(net, "up", path, "--yes")
+    provider = get_node_provider(load_config(path).provider, "netns")
+
+    def workers():
+        return provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_WORKER})
+
+    assert workers() == []
+    script = tmp_path / "demand.py"
+    script.write_text(DEMAND_SCRIPT)
+    t0 = time.monotonic()
+    out = cli(net, "submit", path, script, timeout_s=300)
+    assert "RESULTS ['done', 'done']" in out
+    scale_up_s = time.monotonic() - t0
+    assert len(workers()) >= 1
+    t1 = time.monotonic()
+    wait_for("idle workers to be removed", lambda: workers() == [], timeout_s=120)
+    scale_down_s = time.monotonic() - t1
+    cli(net, "down", path, "--yes")
+    print(
+        f"\nreal cluster: queued tasks done {scale_up_s:.1f} s after submit (incl. a worker"
+        f" launch); idle worker removed {scale_down_s:.1f} s later (idle timeout 3 s)"
+    )
