@@ -56,15 +56,17 @@ def write_state(path: str, trials: list[Trial], search_alg: Any) -> None:
         except Exception:  # noqa: BLE001 - an unpicklable searcher is simply not restored
             searcher_state = None
     data = {
-        "checkpoints": [t.to_json() for t in trials],
+        "checkpoints": [t.cached_json() for t in trials],
         "runner_data": {"timestamp": time.time(), "searcher_state": searcher_state},
         "stats": {"num_trials": len(trials)},
     }
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".experiment_state_", suffix=".tmp")
     try:
+        # json.dumps (the C encoder) is ~10x faster than json.dump's chunked writes.
+        text = json.dumps(data, cls=SafeFallbackEncoder)
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f, cls=SafeFallbackEncoder)
+            f.write(text)
         os.replace(tmp, path)  # atomic: a reader sees the old file or the new one
     except BaseException:
         if os.path.exists(tmp):

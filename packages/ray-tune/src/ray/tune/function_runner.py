@@ -1,9 +1,10 @@
 """The function API: run `f(config, reporter)` (or `f(config)` with `tune.report`) as a Trainable.
 
 The function runs in a thread of the trial's actor. Each `reporter(**metrics)` call hands
-one result to `train()` and then blocks until the next `train()` call, so the function
-advances exactly one report per training iteration and can be stopped between reports
-(the blocked `reporter` call raises `StopIteration`).
+one result to `train()` and then blocks until that result was taken, so the function runs
+at most one report ahead of Tune and can be stopped between reports (the blocked
+`reporter` call raises `StopIteration`). A function that returns right after a report
+has that report marked `done` (no extra, empty training iteration).
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from ray.tune.error import TuneError
 from ray.tune.trainable import Trainable
 
 _JOIN_TIMEOUT_S = 2.0
+# How long train() waits for the function to finish right after a report.
+_LOOKAHEAD_S = 0.005
+# The reporter of the function running in this thread (several trials may share a
+# process with the in-process executor); the module global is the fallback for threads
+# the user's function starts itself.
+_thread_state = threading.local()
 _current_reporter: StatusReporter | None = None
 
 
@@ -66,11 +73,13 @@ class FunctionRunner(Trainable):
         self._reporter = StatusReporter(self._queue, self._continue)
         self._thread: threading.Thread | None = None
         self._finished: _Finished | None = None
+        self._pending: dict | _Finished | None = None
         self._last_metrics: dict = {}
 
     def _run(self) -> None:
         global _current_reporter
         _current_reporter = self._reporter
+        _thread_state.reporter = self._reporter
         try:
             if self._pass_reporter:
                 value = type(self)._function(self.config, self._reporter)
@@ -88,26 +97,39 @@ class FunctionRunner(Trainable):
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="tune-function", daemon=True)
             self._thread.start()
-        elif self._finished is None:
-            self._continue.release()
-        if self._finished is not None:
+        if self._finished is not None:  # ended right after the last result (merged done)
             return {R.DONE: True}
-        item = self._queue.get()
+        item, self._pending = (self._pending, None) if self._pending is not None else (
+            self._queue.get(), None
+        )
         if isinstance(item, _Finished):
-            self._finished = item
-            if item.error is not None:
-                raise TuneError(f"the trainable function raised:\n{item.traceback}") from item.error
-            # The repeated last result must not count its per-iteration increments twice.
-            per_iter = (R.TIMESTEPS_THIS_ITER, R.EPISODES_THIS_ITER, R.TIME_THIS_ITER_S)
-            final = {k: v for k, v in self._last_metrics.items() if k not in per_iter}
-            if isinstance(item.value, dict):
-                final.update(item.value)
-            final[R.DONE] = True
-            # The final, repeated result does not count as a training iteration.
-            final.setdefault(R.TRAINING_ITERATION, max(self._iteration, 1))
-            return final
+            return self._final_result(item)
         self._last_metrics = item
+        # Let the function run ahead to its next report. If it returns at once (the
+        # common case for short objectives), this result is the last one: mark it done
+        # now instead of spending another training call on an empty final result.
+        self._continue.release()
+        try:
+            following = self._queue.get(timeout=_LOOKAHEAD_S)
+        except queue.Empty:
+            return item
+        if isinstance(following, _Finished) and following.error is None and following.value is None:
+            self._finished = following
+            return {**item, R.DONE: True}
+        self._pending = following
         return item
+
+    def _final_result(self, item: _Finished) -> dict:
+        self._finished = item
+        if item.error is not None:
+            raise TuneError(f"the trainable function raised:\n{item.traceback}") from item.error
+        # The repeated last result must not count its per-iteration increments twice.
+        per_iter = (R.TIMESTEPS_THIS_ITER, R.EPISODES_THIS_ITER, R.TIME_THIS_ITER_S)
+        final = {k: v for k, v in self._last_metrics.items() if k not in per_iter}
+        if isinstance(item.value, dict):
+            final.update(item.value)
+        final[R.DONE] = True
+        return final
 
     def _stop_thread(self) -> None:
         if self._thread is not None and self._thread.is_alive():
@@ -156,9 +178,10 @@ def wrap_function(train_func: Callable) -> type[FunctionRunner]:
 
 def report(*args: dict, **metrics: Any) -> None:
     """Reports metrics from inside a function trainable (`tune.report(loss=0.1)`)."""
-    if _current_reporter is None:
+    reporter = getattr(_thread_state, "reporter", None) or _current_reporter
+    if reporter is None:
         raise TuneError(
             "tune.report()/tune.track.log() was called outside a Tune trial; call it from a "
             "function passed to tune.run()"
         )
-    _current_reporter(*args, **metrics)
+    reporter(*args, **metrics)

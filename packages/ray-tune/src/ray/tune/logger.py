@@ -102,38 +102,32 @@ class CSVLogger(Logger):
 
 
 class TBXLogger(Logger):
-    """TensorBoard scalars through tensorboardX; a no-op (with one warning) if it is missing."""
+    """TensorBoard scalars (`tensorboard --logdir=~/ray_results/my_experiment`).
 
-    _warned = False
+    Writes the event files itself (see `_tb_events`): importing tensorboardX pulls in
+    torch, which costs seconds per experiment, and scalars are all Tune logs.
+    """
 
     def _init(self) -> None:
-        try:
-            from tensorboardX import SummaryWriter
-        except ImportError:
-            if not TBXLogger._warned:
-                logger.warning("pip install tensorboardX to log to TensorBoard; skipping it")
-                TBXLogger._warned = True
-            self._writer = None
-            return
-        self._writer = SummaryWriter(self.logdir, flush_secs=30)
+        from ray.tune._tb_events import EventFileWriter
+
+        self._writer = EventFileWriter(self.logdir)
 
     def on_result(self, result: dict) -> None:
-        if self._writer is None:
-            return
-        step = result.get(R.TIMESTEPS_TOTAL) or result[R.TRAINING_ITERATION]
+        step = result.get(R.TIMESTEPS_TOTAL) or result.get(R.TRAINING_ITERATION, 0)
+        scalars = {}
         for key, value in flatten_dict(result).items():
             if key.startswith("config/") or key in (R.TIMESTEPS_TOTAL, R.TRAINING_ITERATION):
                 continue
             if isinstance(value, numbers.Number) and not isinstance(value, bool):
-                self._writer.add_scalar("ray/tune/" + key, value, global_step=step)
+                scalars["ray/tune/" + key] = float(value)
+        self._writer.add_scalars(scalars, step)
 
     def flush(self) -> None:
-        if self._writer is not None:
-            self._writer.flush()
+        self._writer.flush()
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        self._writer.close()
 
 
 TFLogger = TBXLogger  # Ray 0.7 called the TensorBoard logger TFLogger

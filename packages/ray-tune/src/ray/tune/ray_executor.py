@@ -16,6 +16,7 @@ from typing import Any
 
 import ray
 from ray.tune import controller as C
+from ray.tune.function_runner import FunctionRunner
 from ray.tune.logger import NoopLogger
 from ray.tune.registry import get_trainable_cls
 from ray.tune.trainable import Trainable
@@ -117,7 +118,10 @@ class RayTrialExecutor:
         actor = None
         if self.reuse_actors and self._cached.get(key):
             actor = self._cached[key].pop()
-            if not ray.get(actor.reset_trial.remote(trial.config, trial.logdir)):
+            reset = actor.reset_trial.remote(trial.config, trial.logdir)
+            # Function trainables always reset: no need to wait for the answer (the
+            # actor runs calls in order). Other classes may refuse: ask first.
+            if not issubclass(cls, FunctionRunner) and not ray.get(reset):
                 ray.kill(actor)
                 actor = None
         if actor is None:
@@ -203,8 +207,7 @@ class RayTrialExecutor:
 
     def shutdown(self) -> None:
         """Stops every actor this executor started (running and cached)."""
-        for ref in list(self._in_flight):
-            self._in_flight.pop(ref)
+        self._in_flight.clear()
         for actor in list(self._actors.values()):
             self._terminate(actor, error=True)
         self._actors.clear()

@@ -166,6 +166,17 @@ class Trial:
     _PICKLED_FIELDS = ("config", "stopping_criterion", "trial_name_creator", "loggers",
                        "sync_to_driver_fn", "evaluated_params", "export_paths")
 
+    def cached_json(self) -> dict:
+        """`to_json()`, recomputed only when something it records has changed."""
+        key = (
+            self.status, self.results_count, self.num_failures, len(self.disk_checkpoints),
+            self.experiment_tag, id(self.config), self.logdir, self.error_msg,
+        )
+        if getattr(self, "_json_key", None) != key:
+            self._json = self.to_json()
+            self._json_key = key
+        return self._json
+
     def to_json(self) -> dict:
         """A JSON-able snapshot; in-memory checkpoints are dropped (they die with the driver)."""
         import cloudpickle

@@ -270,13 +270,21 @@ def _run_experiments(
     trials = controller.get_trials()
     errored = [t for t in trials if t.status == Trial.ERROR]
     if errored and raise_on_failed_trial:
-        details = "\n".join(f"  {t} ({t.trial_id}): {(t.error_msg or '').splitlines()[0][:300] if t.error_msg else ''}" for t in errored)
+        details = "\n".join(f"  {t} ({t.trial_id}): {_error_summary(t.error_msg)}" for t in errored)
         raise TuneError(f"Trials did not complete: {errored}\n{details}")
     dirs = [e.checkpoint_dir for e in experiments]
     results = ExperimentResults(trials, dirs, metric=metric, mode=mode)
     if not return_trials:
         return results.analysis
     return results
+
+
+def _error_summary(message: str | None) -> str:
+    """First and last lines of an error (the exception type and, at the end, its cause)."""
+    lines = [line for line in (message or "").splitlines() if line.strip()]
+    if len(lines) <= 2:
+        return " ".join(lines)[:600]
+    return f"{lines[0][:300]} ... {lines[-1][:300]}"
 
 
 def _cpu_per_trial(experiments: list[Experiment]) -> float:

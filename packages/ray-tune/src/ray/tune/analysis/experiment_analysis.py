@@ -76,7 +76,7 @@ class Analysis:
     def _best_row(self, metric: str, mode: str):
         if mode not in ("max", "min"):
             raise TuneError(f"mode must be 'max' or 'min', got {mode!r}")
-        frame = self.dataframe(metric=metric, mode=mode)
+        frame = self.dataframe()  # trials are compared on their last results
         if frame.empty or metric not in frame:
             return None
         frame = frame.dropna(subset=[metric])

@@ -166,7 +166,7 @@ class PopulationBasedTraining(FIFOScheduler):
         new_tag = make_experiment_tag(trial_state.orig_tag, new_config, self._hyperparam_mutations)
         if not trial_runner.exploit_trial(trial, source, new_config, new_tag):
             return
-        logger.info("[exploit] %s clones %s with config %s", trial, source, new_config)
+        logger.debug("[exploit] %s clones %s with config %s", trial, source, new_config)
         if self._log_config:
             self.config_history.setdefault(trial.trial_id, []).append(
                 (source_state.last_perturbation_time, new_config)

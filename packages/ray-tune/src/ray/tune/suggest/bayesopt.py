@@ -50,7 +50,7 @@ class BayesOptSearch(SuggestionAlgorithm):
                 pbounds=space,
                 verbose=verbose,
                 random_state=random_state,
-                acquisition_function=_acquisition(byo, utility_kwargs, random_state),
+                acquisition_function=_acquisition(utility_kwargs),
                 allow_duplicate_points=True,
             )
         self._live_trial_mapping: dict[str, dict] = {}
@@ -75,20 +75,14 @@ class BayesOptSearch(SuggestionAlgorithm):
             pass  # the same point twice (concurrent suggestions): one observation is enough
 
 
-def _acquisition(byo, utility_kwargs: dict, random_state: int):
+def _acquisition(utility_kwargs: dict):
     from bayes_opt import acquisition
 
     kind = utility_kwargs.get("kind", "ucb")
     if kind == "ucb":
-        return acquisition.UpperConfidenceBound(
-            kappa=utility_kwargs.get("kappa", 2.576), random_state=random_state
-        )
+        return acquisition.UpperConfidenceBound(kappa=utility_kwargs.get("kappa", 2.576))
     if kind == "ei":
-        return acquisition.ExpectedImprovement(
-            xi=utility_kwargs.get("xi", 0.0), random_state=random_state
-        )
+        return acquisition.ExpectedImprovement(xi=utility_kwargs.get("xi", 0.0))
     if kind == "poi":
-        return acquisition.ProbabilityOfImprovement(
-            xi=utility_kwargs.get("xi", 0.0), random_state=random_state
-        )
+        return acquisition.ProbabilityOfImprovement(xi=utility_kwargs.get("xi", 0.0))
     raise TuneError(f"utility_kwargs kind must be 'ucb', 'ei' or 'poi', got {kind!r}")

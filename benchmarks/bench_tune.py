@@ -1,0 +1,169 @@
+"""Tune benchmarks (issue 8 targets); prints one JSON object.
+
+    python benchmarks/bench_tune.py            # quick set (about a minute)
+    python benchmarks/bench_tune.py --full     # adds 100 x sleep(1) trials (about a minute more)
+
+Targets: 100 trivial trials end to end <= 3 s; 100 sleep(1) trials on 2 CPUs <= 57 s;
+>= 1,000 results/s with default logging; ASHA within 5% of the exhaustive best with
+<= 1/3 of the iterations; PBT beats the best fixed learning rate on the toy problem.
+Uses only the public API (`ray`, `ray.tune`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import tempfile
+import time
+
+
+def trivial(config, reporter):
+    reporter(loss=(config["x"] - 0.3) ** 2)
+
+
+def sleepy(config, reporter):
+    time.sleep(1)
+    reporter(loss=config["x"])
+
+
+def chatty(config, reporter):
+    for i in range(config["n"]):
+        reporter(loss=1.0 / (i + 1), timesteps_this_iter=1)
+
+
+def bench_trivial(tune, local_dir, n=100):
+    start = time.perf_counter()
+    trials = tune.run(trivial, name="trivial", config={"x": tune.uniform(0, 1)}, num_samples=n,
+                      local_dir=local_dir, verbose=0)
+    elapsed = time.perf_counter() - start
+    assert all(t.status == "TERMINATED" for t in trials)
+    return elapsed
+
+
+def bench_sleep(tune, local_dir, n=100):
+    start = time.perf_counter()
+    trials = tune.run(sleepy, name="sleepy", config={"x": tune.uniform(0, 1)}, num_samples=n,
+                      local_dir=local_dir, verbose=0)
+    assert all(t.status == "TERMINATED" for t in trials)
+    return time.perf_counter() - start
+
+
+def bench_results_per_s(tune, local_dir, n=3000):
+    start = time.perf_counter()
+    trials = tune.run(chatty, name="chatty", config={"n": n}, num_samples=2, local_dir=local_dir,
+                      verbose=0)
+    elapsed = time.perf_counter() - start
+    results = sum(t.results_count for t in trials)
+    return results / elapsed, results
+
+
+def bench_asha(tune, local_dir):
+    from ray.tune.local_executor import LocalTrialExecutor
+    from ray.tune.schedulers import AsyncHyperBandScheduler
+
+    class Curve(tune.Trainable):
+        def _setup(self, config):
+            self.t = 0
+
+        def _train(self):
+            self.t += 1
+            c = self.config["cfg"]
+            return {"episode_reward_mean": c["ceiling"] * (1 - math.exp(-c["rate"] * self.t))}
+
+        def reset_config(self, new_config):
+            self.t = 0
+            return True
+
+    rng = random.Random(0)
+    configs = [{"rate": rng.uniform(0.01, 0.5), "ceiling": rng.uniform(1, 10)} for _ in range(27)]
+    max_t = 81
+    best = max(c["ceiling"] * (1 - math.exp(-c["rate"] * max_t)) for c in configs)
+    trials = tune.run(
+        Curve, name="asha", config={"cfg": tune.grid_search(configs)},
+        stop={"training_iteration": max_t}, local_dir=local_dir, verbose=0, loggers=[],
+        scheduler=AsyncHyperBandScheduler(max_t=max_t, grace_period=1, reduction_factor=3, seed=0),
+        trial_executor=LocalTrialExecutor({"CPU": 2}),
+    )
+    used = sum(t.last_result["training_iteration"] for t in trials)
+    found = max(t.last_result["episode_reward_mean"] for t in trials)
+    return {"best_found_over_exhaustive": found / best, "iterations_fraction": used / (27 * max_t)}
+
+
+def bench_pbt(tune, local_dir):
+    from ray.tune.local_executor import LocalTrialExecutor
+    from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining
+
+    class Walker(tune.Trainable):
+        target = 10.37
+
+        def _setup(self, config):
+            self.theta = 0.0
+
+        def _train(self):
+            lr = self.config["lr"]
+            self.theta += lr if self.theta < self.target else -lr
+            return {"score": -abs(self.target - self.theta)}
+
+        def _save(self, checkpoint_dir):
+            return {"theta": self.theta}
+
+        def _restore(self, state):
+            self.theta = state["theta"]
+
+        def reset_config(self, new_config):
+            return True
+
+    def walk(name, scheduler):
+        trials = tune.run(
+            Walker, name=name, config={"lr": tune.grid_search([0.05, 0.2, 1.0, 2.0])},
+            stop={"training_iteration": 30}, scheduler=scheduler, local_dir=local_dir, verbose=0,
+            loggers=[], trial_executor=LocalTrialExecutor({"CPU": 4}),
+        )
+        return max(t.last_result["score"] for t in trials)
+
+    fixed = walk("fixed", FIFOScheduler())
+    pbt = walk("pbt", PopulationBasedTraining(
+        time_attr="training_iteration", metric="score", mode="max", perturbation_interval=2,
+        hyperparam_mutations={"lr": lambda: random.uniform(0.01, 2.0)}, resample_probability=0.0,
+        seed=3,
+    ))
+    return {"best_fixed_score": fixed, "pbt_best_score": pbt}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--full", action="store_true", help="also run 100 x sleep(1) trials")
+    parser.add_argument("--num-cpus", type=int, default=2)
+    args = parser.parse_args()
+
+    t0 = time.perf_counter()
+    import ray
+    from ray import tune
+
+    ray.init(num_cpus=args.num_cpus)
+    init_s = time.perf_counter() - t0
+    report: dict = {"benchmark": "tune", "num_cpus": args.num_cpus, "ray_init_s": init_s}
+    with tempfile.TemporaryDirectory() as local_dir:
+        report["trivial_100_first_run_s"] = bench_trivial(tune, local_dir)
+        report["trivial_100_s"] = bench_trivial(tune, local_dir)
+        report["trivial_100_target_s"] = 3.0
+        rate, count = bench_results_per_s(tune, local_dir)
+        report["results_per_s"] = rate
+        report["results_counted"] = count
+        report["results_per_s_target"] = 1000
+        if args.full:
+            report["sleep1_100_s"] = bench_sleep(tune, local_dir)
+            report["sleep1_100_target_s"] = 57.0
+        report["asha"] = bench_asha(tune, local_dir)
+        report["pbt"] = bench_pbt(tune, local_dir)
+    ray.shutdown()
+    report["total_s"] = time.perf_counter() - t0
+    json.dump(report, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()
