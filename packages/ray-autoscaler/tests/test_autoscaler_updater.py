@@ -86,7 +86,8 @@ def test_docker_runner_execs_in_the_container_without_a_tty():
     start = docker.start_container_command(["/tmp/mount"])
     assert "docker run --rm --name ray_docker -d -it" in start
     assert "-v /tmp/mount:/tmp/mount" in start and "--net=host" in start
-    assert start.startswith('[ "$(docker inspect')
+    assert start.startswith("(command -v docker >/dev/null || (curl -fsSL https://get.docker.com")
+    assert '[ "$(docker inspect' in start
 
 
 def test_command_failed_carries_node_status_and_output(tmp_path):

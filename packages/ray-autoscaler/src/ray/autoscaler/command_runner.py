@@ -319,7 +319,16 @@ class DockerCommandRunner(CommandRunner):
             f"--net=host {mounts} {options} {shlex.quote(self.image)} bash"
         )
         running = f"docker inspect -f '{{{{.State.Running}}}}' {name} 2>/dev/null"
-        return f'[ "$({running})" = true ] || {" ".join(run.split())}'
+        start = f'[ "$({running})" = true ] || {" ".join(run.split())}'
+        return f"{self.install_command()} && ({start})"
+
+    @staticmethod
+    def install_command() -> str:
+        """Installs Docker on nodes that lack it (the documented behaviour)."""
+        return (
+            "(command -v docker >/dev/null || (curl -fsSL https://get.docker.com | sudo sh"
+            " && sudo usermod -aG docker $USER))"
+        )
 
     def stop_container_command(self) -> str:
         return f"docker stop {shlex.quote(self.container)} || true"
