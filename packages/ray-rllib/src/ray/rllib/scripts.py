@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from ray.rllib import rollout, train
-
 USAGE = """usage: rllib <command> [options]
 
 commands:
@@ -21,8 +19,12 @@ def cli(argv: list[str] | None = None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     if command == "train":
+        from ray.rllib import train
+
         return train.main(rest)
     if command == "rollout":
+        from ray.rllib import rollout
+
         return rollout.main(rest)
     print(f"rllib: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
