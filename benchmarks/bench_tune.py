@@ -92,45 +92,71 @@ def bench_asha(tune, local_dir):
     return {"best_found_over_exhaustive": found / best, "iterations_fraction": used / (27 * max_t)}
 
 
-def bench_pbt(tune, local_dir):
+def bench_pbt(tune, local_dir, seeds=4, iterations=500):
+    """The toy learning-rate problem of the seeds' pbt_example: PBT vs the same four lrs fixed."""
+    import numpy as np
+
     from ray.tune.local_executor import LocalTrialExecutor
     from ray.tune.schedulers import FIFOScheduler, PopulationBasedTraining
 
-    class Walker(tune.Trainable):
-        target = 10.37
-
+    class PBTBenchmarkExample(tune.Trainable):
         def _setup(self, config):
-            self.theta = 0.0
+            self.lr = config["lr"]
+            self.accuracy = 0.0
 
         def _train(self):
-            lr = self.config["lr"]
-            self.theta += lr if self.theta < self.target else -lr
-            return {"score": -abs(self.target - self.theta)}
+            midpoint, q_tolerance, noise_level = 100, 3, 2
+            if self.accuracy < midpoint:
+                optimal_lr = 0.01 * self.accuracy / midpoint
+            else:
+                optimal_lr = 0.01 - 0.01 * (self.accuracy - midpoint) / midpoint
+            optimal_lr = min(0.01, max(0.001, optimal_lr))
+            q_err = max(self.lr, optimal_lr) / min(self.lr, optimal_lr)
+            if q_err < q_tolerance:
+                self.accuracy += (1.0 / q_err) * random.random()
+            elif self.lr > optimal_lr:
+                self.accuracy -= (q_err - q_tolerance) * random.random()
+            self.accuracy += noise_level * np.random.normal()
+            self.accuracy = max(0, self.accuracy)
+            return {"mean_accuracy": self.accuracy, "done": self.accuracy > midpoint * 2}
 
         def _save(self, checkpoint_dir):
-            return {"theta": self.theta}
+            return {"accuracy": self.accuracy, "lr": self.lr}
 
-        def _restore(self, state):
-            self.theta = state["theta"]
+        def _restore(self, checkpoint):
+            self.accuracy = checkpoint["accuracy"]
 
         def reset_config(self, new_config):
+            self.lr = new_config["lr"]
+            self.config = new_config
             return True
 
-    def walk(name, scheduler):
+    def population(name, scheduler, seed):
+        random.seed(seed)
+        np.random.seed(seed)
         trials = tune.run(
-            Walker, name=name, config={"lr": tune.grid_search([0.05, 0.2, 1.0, 2.0])},
-            stop={"training_iteration": 30}, scheduler=scheduler, local_dir=local_dir, verbose=0,
-            loggers=[], trial_executor=LocalTrialExecutor({"CPU": 4}),
+            PBTBenchmarkExample, name=name,
+            config={"lr": tune.grid_search([0.0001, 0.001, 0.003, 0.01])},
+            stop={"training_iteration": iterations}, scheduler=scheduler, local_dir=local_dir,
+            verbose=0, loggers=[], trial_executor=LocalTrialExecutor({"CPU": 4}),
         )
-        return max(t.last_result["score"] for t in trials)
+        return max(t.last_result["mean_accuracy"] for t in trials)
 
-    fixed = walk("fixed", FIFOScheduler())
-    pbt = walk("pbt", PopulationBasedTraining(
-        time_attr="training_iteration", metric="score", mode="max", perturbation_interval=2,
-        hyperparam_mutations={"lr": lambda: random.uniform(0.01, 2.0)}, resample_probability=0.0,
-        seed=3,
-    ))
-    return {"best_fixed_score": fixed, "pbt_best_score": pbt}
+    fixed, pbt = [], []
+    for seed in range(seeds):
+        fixed.append(population("fixed", FIFOScheduler(), seed))
+        pbt.append(population("pbt", PopulationBasedTraining(
+            time_attr="training_iteration", metric="mean_accuracy", mode="max",
+            perturbation_interval=20, seed=seed,
+            hyperparam_mutations={"lr": lambda: random.uniform(0.0001, 0.02)},
+        ), seed))
+    return {
+        "iterations": iterations,
+        "best_fixed_lr_member_accuracy_mean": sum(fixed) / seeds,
+        "pbt_best_member_accuracy_mean": sum(pbt) / seeds,
+        "pbt_wins": sum(p > f for p, f in zip(pbt, fixed)),
+        "seeds": seeds,
+    }
 
 
 def main() -> None:

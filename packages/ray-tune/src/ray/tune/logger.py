@@ -197,3 +197,14 @@ def _existing_header(path: str) -> list[str] | None:
     with open(path, newline="") as f:
         row = next(csv.reader(f), None)
     return row
+
+
+def pretty_print(result: dict) -> str:
+    """A result as YAML (without the config), as printed by RLlib's examples."""
+    data = json.loads(json.dumps({k: v for k, v in result.items() if k != R.CONFIG},
+                                 cls=SafeFallbackEncoder))
+    try:
+        import yaml
+    except ImportError:
+        return json.dumps(data, indent=2, sort_keys=True)
+    return yaml.safe_dump(data, default_flow_style=False)

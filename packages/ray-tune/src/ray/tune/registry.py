@@ -65,6 +65,8 @@ def contains(category: str, name: str) -> bool:
 
 def get(category: str, name: str) -> Any:
     key = (category, name)
+    if key not in _registry and key not in _loaders and category == TRAINABLE_CLASS:
+        _register_rllib()
     if key not in _registry and key in _loaders:
         value = _loaders[key]()
         if category == TRAINABLE_CLASS:
@@ -79,6 +81,14 @@ def get(category: str, name: str) -> Any:
             f"unknown {category} {name!r}: register it first with "
             f"tune.register_trainable/register_env; registered: {known}"
         ) from None
+
+
+def _register_rllib() -> None:
+    """`tune.run("PPO")` works without importing ray.rllib first (as in Ray 0.7)."""
+    try:
+        import ray.rllib  # noqa: F401 - registers its algorithms lazily
+    except ImportError:
+        pass
 
 
 def get_trainable_cls(name: str) -> type:

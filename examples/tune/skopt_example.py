@@ -1,0 +1,44 @@
+"""SkOptSearch (pip install scikit-optimize) warm-started with known results.
+
+    python examples/tune/skopt_example.py [--smoke-test]
+"""
+
+import argparse
+import time
+
+import ray
+from ray.tune import run
+from ray.tune.schedulers import AsyncHyperBandScheduler
+from ray.tune.suggest.skopt import SkOptSearch
+
+
+def easy_objective(config, reporter):
+    time.sleep(0.05)
+    for i in range(config["iterations"]):
+        reporter(timesteps_total=i,
+                 neg_mean_loss=-(config["height"] - 14) ** 2 + abs(config["width"] - 3))
+        time.sleep(0.01)
+
+
+def main(smoke_test: bool = False, local_dir: str | None = None):
+    from skopt import Optimizer
+
+    optimizer = Optimizer([(0, 20), (-100, 100)])
+    previously_run_params = [[10, 0], [15, -20]]
+    known_rewards = [-189, -1144]
+    algo = SkOptSearch(optimizer, ["width", "height"], max_concurrent=4, metric="neg_mean_loss",
+                       mode="max", points_to_evaluate=previously_run_params,
+                       evaluated_rewards=known_rewards)
+    scheduler = AsyncHyperBandScheduler(metric="neg_mean_loss", mode="max")
+    return run(easy_objective, name="skopt_exp_with_warmstart", search_alg=algo, scheduler=scheduler,
+               num_samples=6 if smoke_test else 50,
+               stop={"training_iteration": 5 if smoke_test else 100},
+               config={"iterations": 100}, local_dir=local_dir, verbose=0 if smoke_test else 1)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--smoke-test", action="store_true")
+    args = parser.parse_args()
+    ray.init()
+    main(args.smoke_test)
