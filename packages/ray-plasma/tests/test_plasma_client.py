@@ -297,3 +297,42 @@ def test_eviction_is_notified_as_deletion(client):
     assert client.get_next_notification(timeout_s=5)[0] == object_id
     client.evict(1)
     assert client.get_next_notification(timeout_s=5)[:2] == (object_id, -1)
+
+
+def test_many_small_objects_use_a_slab_and_are_readable_everywhere(store, client):
+    other = connect(store)
+    try:
+        ids = [plasma.ObjectID.from_random() for _ in range(300)]
+        for index, object_id in enumerate(ids):
+            buffer = client.create(object_id, 100)
+            buffer[:] = bytes([index % 256]) * 100
+            del buffer
+            client.seal(object_id, flush=index % 2 == 0)
+        client.flush()
+        views = other.get_buffers(ids, timeout_ms=5000)
+        assert [bytes(view) for view in views] == [bytes([i % 256]) * 100 for i in range(300)]
+        assert client._slab is not None  # the fast path was taken
+        del views
+        client.delete(ids)
+        client.flush()
+        wait_for(lambda: not client.list())
+    finally:
+        other.disconnect()
+    client.disconnect()
+    wait_for(lambda: store.used_bytes == 0)
+
+
+def test_duplicate_small_object_id_is_reported_by_a_later_call(client):
+    taken = client.put(b"first")
+    for _ in range(10):  # warm the slab path up
+        buffer = client.create(plasma.ObjectID.from_random(), 10)
+        del buffer
+    buffer = client.create(taken, 10)
+    del buffer
+    client.seal(taken)
+    with pytest.raises(plasma.ObjectExistsError):
+        for _ in range(100):
+            client.contains(taken)  # a round trip picks the report up
+            view = client.create(plasma.ObjectID.from_random(), 10)
+            del view
+    assert client.get(taken) == b"first"

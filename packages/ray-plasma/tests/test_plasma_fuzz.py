@@ -50,10 +50,20 @@ def assert_store_healthy(store, client, object_id, reference):
     client.delete([probe])
     table = store._table
     with store._lock:
-        extents = sorted((e.offset, e.extent_bytes) for e in table.entries())
+        entries = table.entries()
+        slabs = {id(slab): slab for slab in table._slabs.values()}
+        slabs.update({id(e.slab): e.slab for e in entries if e.slab is not None})
+        extents = sorted((e.offset, e.extent_bytes) for e in entries if e.slab is None)
+        extents += [(slab.offset, slab.size) for slab in slabs.values()]
+        extents.sort()
         assert sum(size for _, size in extents) == table.used_bytes
         for (start, size), (next_start, _) in zip(extents, extents[1:]):
             assert start + size <= next_start
+        for slab in slabs.values():  # objects inside a slab never overlap either
+            inside = sorted((e.offset, e.extent_bytes) for e in entries if e.slab is slab)
+            for (start, size), (next_start, _) in zip(inside, inside[1:]):
+                assert start + size <= next_start
+            assert all(slab.offset <= s and s + n <= slab.offset + slab.size for s, n in inside)
 
 
 key = st.binary(min_size=20, max_size=20) | st.binary(max_size=30)
@@ -130,5 +140,44 @@ def test_bad_arguments_get_an_error_reply(fuzz_target):
         assert (op, request_id) == (protocol.REPLY, 7) and status != protocol.OK
     finally:
         sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+    assert_store_healthy(store, client, object_id, reference)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.integers(64, 300_000),
+    st.lists(
+        st.tuples(st.integers(-2048, 70_000), st.integers(-5, 20_000), st.booleans()), max_size=12
+    ),
+)
+def test_random_slab_placements_never_overlap(fuzz_target, slab_bytes, placements):
+    store, socket_path, client, object_id, reference = fuzz_target
+    sock, _hello, fd = _open_connection(socket_path, timeout_s=5)
+    os.close(fd)
+    try:
+        sock.sendall(frame(msgpack.packb([protocol.SLAB_LEASE, 1, slab_bytes])))
+        sock.settimeout(10)
+        _, _, status, payload = protocol.decode(protocol.FrameBuffer().feed(sock.recv(65536))[0])
+        base = payload[0] if status == protocol.OK else 0
+        frames = []
+        for delta, size, seal in placements:  # offsets relative to the slab, valid or not
+            key = os.urandom(20)
+            message = [protocol.CREATE_IN_SLAB, 0, key, base + delta, size, b""]
+            frames.append(frame(msgpack.packb(message)))
+            if seal:
+                frames.append(frame(msgpack.packb([protocol.SEAL, 0, key])))
+        probe = frame(msgpack.packb([protocol.CONTAINS, 2, b"\0" * 20]))
+        sock.sendall(b"".join(frames) + probe)
+        replies, received = protocol.FrameBuffer(), []
+        while not any(m[:2] == [protocol.REPLY, 2] for m in received):
+            received += [protocol.decode(body) for body in replies.feed(sock.recv(65536))]
+        assert_store_healthy(store, client, object_id, reference)  # while the slab is live
+        sock.shutdown(socket.SHUT_WR)
+        while sock.recv(65536):
+            pass
+    finally:
         sock.close()
     assert_store_healthy(store, client, object_id, reference)

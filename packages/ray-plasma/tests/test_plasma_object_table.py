@@ -115,3 +115,42 @@ def test_evict_frees_at_least_the_requested_bytes():
     assert [entry.key for entry in evicted] == [A, B]
     assert table.evict(10_000)[0].key == C
     assert table.used_bytes == 0
+
+
+def test_slab_objects_are_placed_upwards_only_inside_the_clients_slab():
+    table = make_table(capacity=4096)
+    slab, _ = table.lease_slab(ALICE, 1024)
+    entry = table.create_in_slab(A, slab.offset, 100, b"", ALICE)
+    assert entry.slab is slab and table.used_bytes == 1024
+    with pytest.raises(ValueError, match="not free"):
+        table.create_in_slab(B, slab.offset, 10, b"", ALICE)  # overlaps A
+    with pytest.raises(ValueError, match="not free"):
+        table.create_in_slab(B, slab.offset + 1024, 10, b"", ALICE)  # outside the slab
+    with pytest.raises(ValueError, match="not free"):
+        table.create_in_slab(B, slab.offset + 128, 10, b"", BOB)  # not Bob's slab
+    with pytest.raises(ObjectExistsError):
+        table.create_in_slab(A, slab.offset + 128, 10, b"", ALICE)
+    table.create_in_slab(B, slab.offset + 128, 10, b"", ALICE)
+
+
+def test_retired_slab_is_freed_when_its_last_object_goes():
+    table = make_table(capacity=4096)
+    slab, _ = table.lease_slab(ALICE, 1024)
+    table.create_in_slab(A, slab.offset, 100, b"", ALICE)
+    table.seal(A, ALICE)
+    table.release(A, ALICE)
+    table.lease_slab(ALICE, 1024)  # retires the first slab; A keeps it allocated
+    assert table.used_bytes == 2048
+    table.delete(A)
+    assert table.used_bytes == 1024
+    table.disconnect(ALICE)  # retires the empty current slab
+    assert table.used_bytes == 0 and table.allocator.free_extents() == [(0, 4096)]
+
+
+def test_disconnect_aborts_unsealed_slab_objects_and_frees_the_slab():
+    table = make_table(capacity=4096)
+    slab, _ = table.lease_slab(ALICE, 1024)
+    table.create_in_slab(A, slab.offset, 100, b"", ALICE)
+    aborted, _ = table.disconnect(ALICE)
+    assert [entry.key for entry in aborted] == [A]
+    assert table.used_bytes == 0

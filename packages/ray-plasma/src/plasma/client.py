@@ -38,12 +38,16 @@ import numpy as np
 
 from plasma import arena, errors, protocol
 from plasma._ids import ObjectID, as_key
+from plasma.allocator import align_up
 from plasma.serialization import deserialize, serialize
 
 _SPIN_S = float(os.environ.get("PLASMA_SPIN_US", "100")) * 1e-6
 _RECV_BYTES = 1 << 20
 _INLINE_PUT_BYTES = 64 * 2**10
 _POPULATE_ON_CREATE_BYTES = 4 * 2**20
+_SLAB_BYTES = 1 * 2**20
+_SLAB_OBJECT_MAX_BYTES = 16 * 2**10
+_SLAB_AFTER_SMALL_CREATES = 8  # clients that create few small objects never take a slab
 _SPIN_MISSES_BEFORE_PAUSE = 4
 _BLOCKING_RECEIVES_BEFORE_RETRY = 256
 _FLUSH_DELAY_S = float(os.environ.get("PLASMA_FLUSH_DELAY_US", "500")) * 1e-6
@@ -89,6 +93,14 @@ class PlasmaClient:
         self._spin_s = _SPIN_S
         self._spin_misses = 0
         self._blocking_receives = 0
+        self._async_errors: list[tuple[bytes, Exception]] = []
+        self._slab_lock = threading.Lock()
+        self._slab: list[int] | None = None  # [next offset, end] of this client's slab
+        self._small_creates = 0
+        self._slab_bytes = min(_SLAB_BYTES, self._capacity // 64) // 64 * 64
+        self._slab_object_max_bytes = (
+            min(_SLAB_OBJECT_MAX_BYTES, self._slab_bytes // 4) if self._slab_bytes >= 4096 else -1
+        )
         self._request_ids = itertools.count(1)
         self._hold_ids = itertools.count(1)
         self._held: dict[bytes, _Held] = {}
@@ -109,10 +121,19 @@ class PlasmaClient:
         """Allocate an object and return a writable view of its ``data_size`` bytes.
 
         Write the data, then ``seal``. Raises ``ObjectExistsError`` or
-        ``ObjectStoreFullError``.
+        ``ObjectStoreFullError``. Small objects from a client that creates many
+        are placed in a slab without a round trip (see ``plasma.object_table``);
+        for those, an id that another client already used is reported by a later
+        call of this client, and the local copy is dropped.
         """
         key = as_key(object_id)
-        offset = self._call(protocol.CREATE, key, int(data_size), bytes(metadata))
+        data_size = int(data_size)
+        metadata = bytes(metadata)
+        if data_size <= self._slab_object_max_bytes:
+            view = self._create_in_slab(key, data_size, metadata)
+            if view is not None:
+                return view
+        offset = self._call(protocol.CREATE, key, data_size, metadata)
         if data_size >= _POPULATE_ON_CREATE_BYTES and not self._prefaulter.done.is_set():
             arena.populate(self._arena_address + offset, int(data_size))
         with self._locked():
@@ -121,6 +142,50 @@ class PlasmaClient:
             self._held[key] = held
             self._unsealed.add(key)
             return self._new_hold(key, held, writable=True)
+
+    def _create_in_slab(self, key: bytes, data_size: int, metadata: bytes):
+        with self._slab_lock:
+            self._small_creates += 1
+            if self._small_creates < _SLAB_AFTER_SMALL_CREATES:
+                return None
+            self._raise_async_error()
+            if key in self._held or key in self._unsealed:
+                raise errors.ObjectExistsError(key.hex())
+            extent = align_up(max(data_size, 1))
+            slab = self._slab
+            if slab is None or slab[0] + extent > slab[1]:
+                try:
+                    offset, size = self._call(protocol.SLAB_LEASE, self._slab_bytes)
+                except errors.ObjectStoreFullError:
+                    self._slab = None
+                    return None
+                slab = self._slab = [offset, offset + size]
+            offset = slab[0]
+            slab[0] += extent
+            with self._locked():
+                self._queue(
+                    protocol.encode([protocol.CREATE_IN_SLAB, 0, key, offset, data_size, metadata])
+                )
+                held = _Held(offset, data_size, metadata, sealed=False)
+                held.store_pins = 1
+                self._held[key] = held
+                self._unsealed.add(key)
+                return self._new_hold(key, held, writable=True)
+
+    def _raise_async_error(self) -> None:
+        """Raise what the store reported about earlier one-way creates (if anything)."""
+        if not self._async_errors:
+            return
+        with self._cond:
+            failed, self._async_errors = self._async_errors, []
+        with self._locked():
+            for key, _error in failed:
+                self._unsealed.discard(key)
+                held = self._held.pop(key, None)
+                if held is not None:  # the store never pinned it: nothing to release
+                    for finalizer in held.holds.values():
+                        finalizer.detach()
+        raise failed[0][1]
 
     def seal(self, object_id, *, flush: bool = True) -> None:
         """Make an object this client created immutable and visible to every client.
@@ -458,6 +523,11 @@ class PlasmaClient:
             while mine is None:
                 for body in self._receive_frames():
                     message = protocol.decode(body)
+                    if message[0] == protocol.ASYNC_ERROR:
+                        _, _, key, code, args = message
+                        with self._cond:
+                            self._async_errors.append((key, protocol.error_from_reply(code, args)))
+                        continue
                     if message[0] != protocol.REPLY:
                         continue
                     if message[1] == request_id:

@@ -6,6 +6,15 @@ with no pins sits in an LRU list and may be evicted when an allocation does not 
 ``delete`` is deferred until no client pins the object. A client that goes away
 releases every pin and aborts whatever it created but never sealed.
 
+Slabs. A client that creates many small objects leases a *slab* (one extent)
+and places small objects in it itself, so creating one costs no round trip
+(``create_in_slab`` checks the placement: inside the client's current slab,
+above everything placed before, so objects never overlap). A slab's extent goes
+back to the allocator once it is retired (the client leased a new one or left)
+and its last object is gone. The price is fragmentation: one long-lived small
+object keeps its whole slab allocated, and evicting small objects frees space
+only when their slab empties.
+
 Every mutating method validates first and changes state only once it cannot fail,
 so a bad request never leaves the table half-updated. Methods return the objects
 whose space was freed (so the I/O shell can notify subscribers).
@@ -40,10 +49,21 @@ class ObjectEntry:
     state: ObjectState = ObjectState.CREATED
     pins: dict[int, int] = field(default_factory=dict)
     delete_requested: bool = False
+    slab: Slab | None = None
 
     @property
     def pin_count(self) -> int:
         return sum(self.pins.values())
+
+
+@dataclass(eq=False)
+class Slab:
+    offset: int
+    size: int
+    owner: int
+    high_water: int  # next free offset: placements only move up
+    live_objects: int = 0
+    retired: bool = False
 
 
 class ObjectTable:
@@ -56,6 +76,7 @@ class ObjectTable:
         self._lru: OrderedDict[bytes, None] = OrderedDict()  # sealed, unpinned
         self._evictable_bytes = 0
         self._by_client: dict[int, set[bytes]] = {}  # objects a client pins or created
+        self._slabs: dict[int, Slab] = {}  # client -> its current slab
 
     # --- queries ---------------------------------------------------------
     @property
@@ -109,6 +130,50 @@ class ObjectTable:
         self._objects[key] = entry
         self._pin(entry, client)
         return entry, evicted
+
+    def lease_slab(self, client: int, size: int) -> tuple[Slab, list[ObjectEntry]]:
+        """Give ``client`` a fresh slab of ``size`` bytes (retiring its current one)."""
+        offset, evicted = self._allocate(size)
+        self._retire_slab(client)
+        slab = Slab(
+            offset=offset, size=Allocator.extent_size(size), owner=client, high_water=offset
+        )
+        self._slabs[client] = slab
+        return slab, evicted
+
+    def create_in_slab(
+        self, key: bytes, offset: int, data_size: int, metadata: bytes, client: int
+    ) -> ObjectEntry:
+        """Register an object the client placed at ``offset`` in its current slab."""
+        if key in self._objects:
+            raise ObjectExistsError(key.hex())
+        slab = self._slabs.get(client)
+        extent = Allocator.extent_size(data_size)
+        if (
+            slab is None
+            or data_size < 0
+            or offset % 64
+            or offset < slab.high_water
+            or offset + extent > slab.offset + slab.size
+        ):
+            raise ValueError(
+                f"placement at {offset} (+{data_size}) is not free in the client's slab"
+            )
+        entry = ObjectEntry(
+            key=key,
+            offset=offset,
+            data_size=data_size,
+            metadata=bytes(metadata),
+            extent_bytes=extent,
+            creator=client,
+            create_time=self._clock(),
+            slab=slab,
+        )
+        slab.high_water = offset + extent
+        slab.live_objects += 1
+        self._objects[key] = entry
+        self._pin(entry, client)
+        return entry
 
     def seal(self, key: bytes, client: int) -> tuple[ObjectEntry, list[ObjectEntry]]:
         entry = self._created_by(key, client, "seal")
@@ -183,6 +248,7 @@ class ObjectTable:
         freed because a delete was waiting for these pins.
         """
         aborted, freed = [], []
+        self._retire_slab(client)
         for key in list(self._by_client.pop(client, ())):
             entry = self._objects.get(key)
             if entry is None:
@@ -234,7 +300,20 @@ class ObjectTable:
 
     def _free(self, entry: ObjectEntry) -> None:
         del self._objects[entry.key]
-        self.allocator.free(entry.offset)
+        slab = entry.slab
+        if slab is None:
+            self.allocator.free(entry.offset)
+            return
+        slab.live_objects -= 1
+        if slab.retired and slab.live_objects == 0:
+            self.allocator.free(slab.offset)
+
+    def _retire_slab(self, client: int) -> None:
+        slab = self._slabs.pop(client, None)
+        if slab is not None:
+            slab.retired = True
+            if slab.live_objects == 0:
+                self.allocator.free(slab.offset)
 
     def _evict_one(self) -> ObjectEntry:
         key, _ = self._lru.popitem(last=False)

@@ -39,10 +39,13 @@ CONTAINS = 8
 LIST = 9
 EVICT = 10
 SUBSCRIBE = 11
+SLAB_LEASE = 12
+CREATE_IN_SLAB = 13
 # store -> client
 HELLO = 100
 REPLY = 101
 NOTIFY = 102
+ASYNC_ERROR = 103  # [ASYNC_ERROR, 0, object_id, code, args]: a one-way create failed
 
 OK = 0
 ERR_EXISTS = 1
@@ -76,6 +79,12 @@ def error_reply(request_id: int, error: Exception) -> bytes:
     code = _ERROR_CODES.get(type(error), ERR_BAD_REQUEST)
     args = list(error.args) if code != ERR_BAD_REQUEST else [f"{type(error).__name__}: {error}"]
     return encode([REPLY, request_id, code, args])
+
+
+def async_error(key: bytes, error: Exception) -> bytes:
+    code = _ERROR_CODES.get(type(error), ERR_BAD_REQUEST)
+    args = list(error.args) if code != ERR_BAD_REQUEST else [f"{type(error).__name__}: {error}"]
+    return encode([ASYNC_ERROR, 0, key, code, args])
 
 
 def error_from_reply(code: int, args: list) -> Exception:

@@ -27,6 +27,7 @@ from plasma.object_table import ObjectEntry, ObjectTable
 logger = logging.getLogger(__name__)
 
 LOCAL_CLIENT = 0  # the client id of the in-process (embedding) API
+MAX_SLAB_BYTES = 4 * 2**20
 
 Listener = Callable[[str, ObjectID, int], None]
 
@@ -306,10 +307,12 @@ class PlasmaStore:
                 raise errors.ProtocolError(f"unknown operation {op!r:.40}")
             reply = handler(self, connection, request_id, *message[2:])
         except (errors.PlasmaError, ValueError, TypeError) as error:
+            if isinstance(error, errors.ObjectStoreFullError):
+                self._announce_freed(getattr(error, "evicted", []))
             if request_id:
-                if isinstance(error, errors.ObjectStoreFullError):
-                    self._announce_freed(getattr(error, "evicted", []))
                 connection.send(protocol.error_reply(request_id, error))
+            elif op == protocol.CREATE_IN_SLAB and len(message) > 2:
+                connection.send(protocol.async_error(message[2], error))
             else:
                 logger.debug(
                     "one-way op %r of client %d failed: %s", op, connection.client_id, error
@@ -335,6 +338,22 @@ class PlasmaStore:
             entry, evicted = self._create(key, data_size, metadata, connection.client_id)
         self._announce_freed(evicted)
         return entry.offset
+
+    def _op_slab_lease(self, connection, request_id, size):
+        _check_int(size, "size", 64, max(64, min(MAX_SLAB_BYTES, self.capacity_bytes // 8)))
+        with self._lock:
+            slab, evicted = self._table.lease_slab(connection.client_id, size)
+        self._announce_freed(evicted)
+        return [slab.offset, slab.size]
+
+    def _op_create_in_slab(self, connection, request_id, key, offset, data_size, metadata=b""):
+        key = _check_key(key)
+        _check_int(offset, "offset", 0, self.capacity_bytes)
+        _check_int(data_size, "data_size", 0, MAX_SLAB_BYTES)
+        metadata = _check_bytes(metadata, "metadata")
+        with self._lock:
+            self._table.create_in_slab(key, offset, data_size, metadata, connection.client_id)
+        return True
 
     def _op_create_and_seal(self, connection, request_id, key, data, metadata=b""):
         key = _check_key(key)
@@ -439,6 +458,8 @@ class PlasmaStore:
         protocol.LIST: _op_list,
         protocol.EVICT: _op_evict,
         protocol.SUBSCRIBE: _op_subscribe,
+        protocol.SLAB_LEASE: _op_slab_lease,
+        protocol.CREATE_IN_SLAB: _op_create_in_slab,
     }
 
     # --- waiting gets -----------------------------------------------------------------
