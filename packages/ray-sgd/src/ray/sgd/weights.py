@@ -87,7 +87,7 @@ def _copy_into(params: list[torch.Tensor], flat: np.ndarray, *, what: str, grads
             f"parameter elements: pass the 1-D vector that get_flat() returns for "
             f"the same architecture"
         )
-    source = torch.from_numpy(np.ascontiguousarray(flat))
+    source = torch.from_numpy(np.array(flat, copy=True))  # ray.get arrays are read-only
     offset = 0
     with torch.no_grad():
         for p in params:
