@@ -336,3 +336,13 @@ def test_duplicate_small_object_id_is_reported_by_a_later_call(client):
             view = client.create(plasma.ObjectID.from_random(), 10)
             del view
     assert client.get(taken) == b"first"
+
+
+def test_large_create_populates_its_range_when_prefault_is_off(store, monkeypatch):
+    monkeypatch.setenv("PLASMA_CLIENT_PREFAULT_BYTES", "0")
+    client = connect(store)
+    try:
+        array = np.arange(2**19 + 1, dtype=np.int64)  # 4 MiB + 8 bytes
+        np.testing.assert_array_equal(client.get(client.put(array)), array)
+    finally:
+        client.disconnect()

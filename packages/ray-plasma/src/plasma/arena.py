@@ -121,6 +121,10 @@ class Prefaulter:
         finally:
             self.done.set()
 
+    def covers(self, end_offset: int) -> bool:
+        """Whether ``[0, end_offset)`` has been populated already."""
+        return self.done.is_set() and self.supported and end_offset <= self._size
+
     def wait(self, timeout_s: float | None = None) -> bool:
         return self.done.wait(timeout_s)
 

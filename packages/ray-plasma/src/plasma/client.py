@@ -79,8 +79,9 @@ class PlasmaClient:
         finally:
             os.close(arena_fd)
         self._arena = np.frombuffer(self._mm, dtype=np.uint8)
+        self._arena_address = int(self._arena.ctypes.data)
         self._prefaulter = arena.Prefaulter(
-            int(self._arena.ctypes.data),
+            self._arena_address,
             arena_size,
             arena.prefault_limit("PLASMA_CLIENT_PREFAULT_BYTES"),
         ).start()
@@ -134,7 +135,9 @@ class PlasmaClient:
             if view is not None:
                 return view
         offset = self._call(protocol.CREATE, key, data_size, metadata)
-        if data_size >= _POPULATE_ON_CREATE_BYTES and not self._prefaulter.done.is_set():
+        if data_size >= _POPULATE_ON_CREATE_BYTES and not self._prefaulter.covers(
+            offset + data_size
+        ):
             arena.populate(self._arena_address + offset, int(data_size))
         with self._locked():
             held = _Held(offset, int(data_size), bytes(metadata), sealed=False)
