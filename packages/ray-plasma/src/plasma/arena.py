@@ -11,12 +11,16 @@ every process that maps it): copying into fresh /dev/shm runs at ~1 GB/s here
 against ~11 GB/s into pre-faulted memory. So the store allocates every page at
 start, and every process populates *its own* page tables right after mapping,
 both with ``madvise(MADV_POPULATE_WRITE)`` in 64 MiB chunks from a background
-thread (ctypes drops the GIL around the call) running at nice 19, so it only uses
-idle CPU. A client creating a large object before its background pass got there
+thread (ctypes drops the GIL around the call). The store's pass (which allocates
+and zeroes the memory: the expensive part) runs at normal priority; clients' passes
+(page tables only) run at nice 19 so many worker processes do not compete with
+real work. A client creating a large object its background pass has not covered
 populates that object's range itself first (one madvise instead of a fault per
-page). The trade-off: the arena's full capacity is resident from the start (like
-Ray's plasma with huge pages), and start-up spends ~0.1-0.3 s of CPU per GB in the
-store plus a little per client for page tables.
+page). ``PLASMA_PREFAULT_BYTES`` / ``PLASMA_CLIENT_PREFAULT_BYTES`` cap how much
+of the arena the store / each client pre-faults. The trade-off: the pre-faulted
+part of the arena is resident from the start (like Ray's plasma with huge pages),
+and start-up spends ~0.1-0.3 s of CPU per GB in the store plus a little per client
+for page tables.
 """
 
 from __future__ import annotations
@@ -93,7 +97,10 @@ def populate(address: int, length: int) -> bool:
 class Prefaulter:
     """Populates a mapping's pages from a daemon thread; ``stop()`` interrupts it."""
 
-    def __init__(self, address: int, size_bytes: int, limit_bytes: int | None = None) -> None:
+    def __init__(
+        self, address: int, size_bytes: int, limit_bytes: int | None = None, *, nice: int = 0
+    ) -> None:
+        self._nice = nice
         self._address = address
         self._size = size_bytes if limit_bytes is None else min(size_bytes, limit_bytes)
         self._stop = threading.Event()
@@ -106,10 +113,11 @@ class Prefaulter:
         return self
 
     def _run(self) -> None:
-        try:  # only idle CPU: page faults on the hot path are the fallback, not a hang
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except (AttributeError, OSError):
-            pass
+        if self._nice:
+            try:  # a per-thread nice value (Linux threads are tasks)
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self._nice)
+            except (AttributeError, OSError):
+                pass
         try:
             offset = 0
             while offset < self._size and not self._stop.is_set() and self.supported:
