@@ -70,6 +70,9 @@ class Trainer(Trainable):
                 "offline input/output is not supported by this RLlib: use input='sampler' "
                 "and output=None"
             )
+        # The driver asked for num_cpus_for_driver CPUs: more intra-op threads than
+        # that only contend with the workers (and, for small MLPs, with each other).
+        torch.set_num_threads(max(1, int(self.config["num_cpus_for_driver"])))
         if self.config["seed"] is not None:
             torch.manual_seed(self.config["seed"])
             np.random.seed(self.config["seed"])
