@@ -61,7 +61,7 @@ def test_epoch_train_validate_and_get_model(ray_2_cpus, regression_job):
     assert (first["epoch"], second["epoch"]) == (0, 1)
     assert first["num_samples"] == 400 and first["batch_count"] == 25
     assert second["train_loss"] < first["train_loss"]
-    assert stats["num_samples"] == 40
+    assert stats["num_validation_samples"] == 40
     x, y = regression_data_creator_for_check()
     with torch.no_grad():
         local_loss = torch.nn.functional.mse_loss(model(x), y).item()

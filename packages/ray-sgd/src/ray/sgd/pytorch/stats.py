@@ -22,13 +22,12 @@ def merge_train_stats(stats: list[StepStats]) -> dict:
 
 
 def merge_validation_stats(stats: list[StepStats]) -> dict:
+    """One ``validate()`` result; its keys do not collide with ``train()``'s."""
     samples = sum(s.num_samples for s in stats)
     result = {
-        "epoch": stats[0].epoch,
-        "batch_count": stats[0].num_steps,
-        "num_samples": samples,
         "validation_loss": sum(s.loss_sum for s in stats) / samples if samples else float("nan"),
-        "time_s": max(s.elapsed_s for s in stats),
+        "num_validation_samples": samples,
+        "validation_time_s": max(s.elapsed_s for s in stats),
     }
     if any(s.has_accuracy for s in stats) and samples:
         result["validation_accuracy"] = sum(s.correct for s in stats) / samples
