@@ -147,3 +147,33 @@ def test_numpy_arrays_of_any_dtype_and_shape_round_trip(dtype, shape):
     value = roundtrip([array, array])
     np.testing.assert_array_equal(value[0], array)
     assert value[0].dtype == array.dtype and value[0] is value[1]
+
+
+class Node:
+    def __init__(self, label):
+        self.label = label
+        self.edges = []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 8).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=20),
+        )
+    )
+)
+def test_object_graphs_with_cycles_and_sharing_keep_their_shape(graph):
+    count, edges = graph
+    nodes = [Node(index) for index in range(count)]
+    for source, target in edges:
+        nodes[source].edges.append(nodes[target])  # self-loops, cycles, shared targets
+    copy = roundtrip(nodes)
+    position = {id(node): index for index, node in enumerate(copy)}
+    assert len(position) == count
+    for original, copied in zip(nodes, copy):
+        assert copied.label == original.label
+        assert [position[id(target)] for target in copied.edges] == [
+            t.label for t in original.edges
+        ]
