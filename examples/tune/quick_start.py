@@ -13,7 +13,7 @@ from ray import tune
 def train_func(config, reporter):  # add a reporter arg
     # A stand-in for the model: accuracy grows faster with more momentum.
     accuracy = 0.0
-    for _ in range(100):
+    for _ in range(1000):
         accuracy += config["momentum"] * random.uniform(5, 15)
         reporter(mean_accuracy=min(accuracy, 100.0))  # report metrics
 

@@ -1,13 +1,15 @@
 """The executor: carries out the controller's actions with Ray actors.
 
 Each running trial is one actor (`ray.remote(Trainable)` with the trial's resources)
-with exactly one `train.remote()` in flight; `next_event()` waits for the first of
-those to finish. Finished trials' actors are kept for reuse when the trainable can
+with exactly one `train.remote()` in flight (function trials: `train_batch.remote()`,
+which returns every result the function has ready); `next_event()` waits for the first
+of those to finish. Finished trials' actors are kept for reuse when the trainable can
 `reset_config` (function trainables always can), which saves an actor start per trial.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import shutil
@@ -66,6 +68,10 @@ class RayTrialExecutor:
         self._actors: dict[str, Any] = {}  # trial_id -> actor
         self._in_flight: dict[Any, Trial] = {}  # train ObjectRef -> trial
         self._cached: dict[tuple, list[Any]] = {}  # (trainable, resources) -> idle actors
+        # Function trials return their results in batches (`train_batch`): the rest of a
+        # batch waits here and is handed out one result per ContinueTrial.
+        self._buffered: dict[str, collections.deque] = {}
+        self._ready: collections.deque = collections.deque()
 
     # -- actions ---------------------------------------------------------------
     def execute(self, action: C.Action, controller: C.TrialController) -> list[C.Action]:
@@ -88,8 +94,13 @@ class RayTrialExecutor:
         if isinstance(action, C.StartTrial):
             self._start(trial, action.checkpoint)
         elif isinstance(action, C.ContinueTrial):
-            actor = self._actors[trial.trial_id]
-            self._in_flight[actor.train.remote()] = trial
+            if self._buffered.get(trial.trial_id):
+                self._ready.append(trial)
+            else:
+                actor = self._actors[trial.trial_id]
+                batch = issubclass(get_trainable_cls(trial.trainable_name), FunctionRunner)
+                ref = actor.train_batch.remote() if batch else actor.train.remote()
+                self._in_flight[ref] = trial
         elif isinstance(action, C.SaveTrial):
             actor = self._actors[trial.trial_id]
             if action.storage == Checkpoint.MEMORY:
@@ -155,7 +166,13 @@ class RayTrialExecutor:
         else:
             actor.restore.remote(checkpoint.value)
 
+    def _forget_buffered(self, trial: Trial) -> None:
+        self._buffered.pop(trial.trial_id, None)
+        if trial in self._ready:
+            self._ready.remove(trial)
+
     def _stop(self, trial: Trial, error: bool) -> None:
+        self._forget_buffered(trial)
         actor = self._actors.pop(trial.trial_id, None)
         if actor is None:
             return
@@ -166,6 +183,7 @@ class RayTrialExecutor:
         self._terminate(actor, error)
 
     def _drop(self, trial: Trial) -> None:
+        self._forget_buffered(trial)
         actor = self._actors.pop(trial.trial_id, None)
         for ref, t in list(self._in_flight.items()):
             if t is trial:
@@ -186,10 +204,13 @@ class RayTrialExecutor:
 
     # -- events ----------------------------------------------------------------
     def has_in_flight(self) -> bool:
-        return bool(self._in_flight)
+        return bool(self._in_flight or self._ready)
 
     def next_event(self, timeout_s: float | None = None) -> tuple[Trial, dict | None, str | None] | None:
         """Waits for one training iteration: (trial, result, None) or (trial, None, error)."""
+        if self._ready:
+            trial = self._ready.popleft()
+            return trial, self._buffered[trial.trial_id].popleft(), None
         if not self._in_flight:
             return None
         ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=timeout_s)
@@ -198,9 +219,13 @@ class RayTrialExecutor:
         ref = ready[0]
         trial = self._in_flight.pop(ref)
         try:
-            return trial, ray.get(ref), None
+            value = ray.get(ref)
         except Exception as exc:  # noqa: BLE001 - reported as the trial's error
             return trial, None, f"{type(exc).__name__}: {exc}"
+        if isinstance(value, list):  # a batch from train_batch()
+            self._buffered[trial.trial_id] = collections.deque(value[1:])
+            value = value[0]
+        return trial, value, None
 
     def cluster_resources(self) -> dict:
         return ray.cluster_resources()
@@ -208,6 +233,8 @@ class RayTrialExecutor:
     def shutdown(self) -> None:
         """Stops every actor this executor started (running and cached)."""
         self._in_flight.clear()
+        self._buffered.clear()
+        self._ready.clear()
         for actor in list(self._actors.values()):
             self._terminate(actor, error=True)
         self._actors.clear()

@@ -157,7 +157,7 @@ class PopulationBasedTraining(FIFOScheduler):
         trial_state = self._trial_state[trial.trial_id]
         source_state = self._trial_state[source.trial_id]
         if not source_state.has_checkpoint:
-            logger.info("[pbt] no checkpoint for %s yet: skipping the exploit of %s", source, trial)
+            logger.debug("[pbt] no checkpoint for %s yet: skipping the exploit of %s", source, trial)
             return
         new_config = explore(
             source.config, self._hyperparam_mutations, self._resample_probability,
