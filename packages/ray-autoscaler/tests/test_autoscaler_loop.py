@@ -262,3 +262,33 @@ def test_monitor_process_scales_up_from_a_load_file(tmp_path):
     started = sorted(p.read_text() for p in (tmp_path / "n").glob("*/home/started"))
     assert started == ["started\n", "started\n"]
     assert file_load_source(str(tmp_path / "missing.json"))() == ClusterLoad()
+
+
+def test_gcs_load_source_reads_ray_state_cluster_load(monkeypatch):
+    import types
+
+    from ray.autoscaler.load import gcs_load_source
+
+    calls = []
+    state = types.ModuleType("ray.state")
+
+    def cluster_load(address=None):
+        calls.append(address)
+        return {"nodes": [{"ip": "10.0.0.1", "total": {"CPU": 2}, "available": {"CPU": 1}}],
+                "demand": [{"CPU": 2}]}  # fmt: skip
+
+    state.cluster_load = cluster_load
+    monkeypatch.setitem(sys.modules, "ray.state", state)
+    load = gcs_load_source("10.0.0.1:6379")()
+    assert calls == ["10.0.0.1:6379"]
+    assert load.nodes[0].busy and load.demand == ({"CPU": 2.0},)
+
+
+def test_gcs_load_source_without_core_support_says_what_to_do(monkeypatch):
+    import types
+
+    from ray.autoscaler.load import gcs_load_source
+
+    monkeypatch.setitem(sys.modules, "ray.state", types.ModuleType("ray.state"))
+    with pytest.raises(RuntimeError, match="--load-file"):
+        gcs_load_source()

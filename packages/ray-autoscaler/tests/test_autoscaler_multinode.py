@@ -62,6 +62,14 @@ def test_harness_cleanup_kills_processes_left_in_namespaces():
     assert NetnsHosts.leftover_namespaces(tag) == []
 
 
+def _profile() -> str:
+    """The driver's environment for the hosts' login shells (same checkout, same venv)."""
+    line = f"export PATH={os.path.dirname(PY)}:$PATH"
+    if os.environ.get("PYTHONPATH"):
+        line += f"; export PYTHONPATH={os.environ['PYTHONPATH']}"
+    return line
+
+
 def cluster_yaml(net, tmp_path, **extra):
     head, *workers = net.hosts
     load_file = tmp_path / "load.json"
@@ -86,7 +94,7 @@ def cluster_yaml(net, tmp_path, **extra):
         "file_mounts": {"~/payload": str(tmp_path / "payload")},
         "setup_commands": [
             # "Install" from the local checkout: put its virtualenv on the login PATH.
-            f"echo 'export PATH={os.path.dirname(PY)}:$PATH' > ~/.profile",
+            f"echo '{_profile()}' > ~/.profile",
             "python -c 'import ray.autoscaler' && echo setup-ok > ~/setup.txt",
         ],
         "head_start_ray_commands": [

@@ -16,6 +16,7 @@ JSON form (also what ``ray.state.cluster_load()`` is asked to return)::
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -74,9 +75,10 @@ def file_load_source(path: str) -> LoadSource:
 
 def gcs_load_source(address: str | None = None) -> LoadSource:
     """Reads load from ray-core through the public ``ray.state.cluster_load`` helper."""
-    import ray
-
-    state = getattr(ray, "state", None)
+    try:
+        state = importlib.import_module("ray.state")
+    except ImportError:
+        state = None
     if state is None or not hasattr(state, "cluster_load"):
         raise RuntimeError(
             "this ray-core does not publish cluster load yet (ray.state.cluster_load): "
