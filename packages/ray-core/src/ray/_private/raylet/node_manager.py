@@ -385,6 +385,8 @@ class NodeManager:
         })
         nodes = self.gcs.hgetall_obj(keys.NODES)
         loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
+        if self.args.head:
+            self._mark_silent_nodes_dead(nodes, now)
         remote = {}
         for node_id, info in nodes.items():
             if node_id == self.node_id or not info.get("alive", True):
@@ -394,6 +396,21 @@ class NodeManager:
                 continue
             remote[node_id] = RemoteNode(dict(load["total"]), dict(load["available"]))
         self._apply(self.scheduler.update_remote(remote))
+
+    def _mark_silent_nodes_dead(self, nodes, now):
+        """The head's monitor: a node without a heartbeat for heartbeat_timeout_s is dead."""
+        beats = self.gcs.hgetall(keys.NODE_HEARTBEATS)
+        for node_id, info in nodes.items():
+            if node_id == self.node_id or not info.get("alive", True):
+                continue
+            last = float(beats.get(node_id, b"0") or 0)
+            if now - last > self.config.heartbeat_timeout_s:
+                logger.warning("node %s missed heartbeats for %.1f s: marking it dead",
+                               node_id[:8], now - last)
+                info["alive"] = False
+                info["death_time"] = now
+                self.gcs.hset_obj(keys.NODES, node_id, info)
+                self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": node_id, "alive": False})
 
     async def _reap_loop(self):
         while not self._stopping:

@@ -93,6 +93,7 @@ class CoreWorker:
         self._peers_lock = threading.Lock()
         self._blocked_depth = 0
         self._requested: set[bytes] = set()
+        self._lineage: dict[bytes, PendingTask] = {}
         self._profile_events: list = []
         self.handlers = self._make_handlers()
         self.pushed_errors: list = []
@@ -113,6 +114,7 @@ class CoreWorker:
 
         self.actors = ActorManager(self)
         self.loop.call_later(config.task_events_flush_period_s, self._periodic_flush)
+        gcs.subscribe_obj(keys.CHANNEL_NODES, self._on_node_event)
 
     # -- wiring -------------------------------------------------------------------
     def _make_handlers(self):
@@ -253,6 +255,11 @@ class CoreWorker:
 
     def _on_ref_freed(self, object_id: bytes, owned: bool, owner) -> None:
         entry = self.memory_store.delete(object_id)
+        task = self._lineage.get(object_id[:16])
+        if task is not None and not any(self.refs.is_tracked(o) for o in task.return_ids):
+            del self._lineage[object_id[:16]]
+            if task.arg_refs:
+                self.refs.remove_submitted(task.arg_refs)
         if self.shutting_down:
             return
         if owned and isinstance(entry, InPlasma):
@@ -263,6 +270,26 @@ class CoreWorker:
                     self._free_remote(entry.node_id, object_id)
             except RayConnectionError:
                 pass
+
+    def _on_node_event(self, _channel, msg) -> None:
+        if msg.get("alive", True):
+            return
+        dead = bytes.fromhex(msg["node_id"])
+        lost = [oid for oid, entry in list(self.memory_store._entries.items())
+                if isinstance(entry, InPlasma) and entry.node_id == dead]
+        for oid in lost:
+            self.memory_store.delete(oid)
+            task = self._lineage.get(oid[:16])
+            if task is not None and task.retries_left != 0:
+                task.retries_left -= 1
+                logger.info("rebuilding %s (its node died) by re-running %s",
+                            oid.hex(), task.spec[3])
+                # Drop the other returns too: they are recomputed together.
+                for other in task.return_ids:
+                    self.memory_store.delete(other)
+                self.submitter.resubmit(task)
+            elif self.refs.is_tracked(oid):
+                self._store_lost(oid, f"its only copy was on node {dead.hex()[:8]}, which died")
 
     def _free_remote(self, node_id: bytes, object_id: bytes):
         info = self.gcs.hget_obj(keys.NODES, node_id.hex())
@@ -323,11 +350,14 @@ class CoreWorker:
         self._put_plasma(object_id, serialized)
         return [object_id, RESULT_PLASMA, self.node_id, size]
 
-    def store_results(self, results, borrowed=None) -> None:
+    def store_results(self, results, task=None) -> None:
         for object_id, kind, a, b in results:
             if kind == RESULT_INLINE:
                 self.memory_store.put(object_id, Inline(a, b))
             else:
+                if task is not None and task.retries_left != 0:
+                    # Keep the spec (and its arguments) so a lost copy can be rebuilt.
+                    self._lineage[object_id[:16]] = task
                 self.memory_store.put(object_id, InPlasma(a, b))
 
     # -- tasks ------------------------------------------------------------------------------
@@ -401,7 +431,7 @@ class CoreWorker:
         return refs
 
     def task_finished(self, task: PendingTask) -> None:
-        if task.arg_refs:
+        if task.arg_refs and task.spec[0] not in self._lineage:
             self.refs.remove_submitted(task.arg_refs)
 
     def fail_task(self, task: PendingTask, error: BaseException) -> None:

@@ -146,6 +146,10 @@ class TaskSubmitter:
         try:
             reply = fut.result()
         except (RemoteError, RayConnectionError) as exc:
+            if raylet is not self.core.raylet and not self.core.shutting_down:
+                # A remote raylet went away (its node died): ask our own raylet again.
+                self.core.loop.call_later(0.1, self._request_lease, q, self.core.raylet, False)
+                return
             with self.lock:
                 q.lease_requests -= 1
                 if self.core.shutting_down:
@@ -235,7 +239,7 @@ class TaskSubmitter:
                             self.cfg.idle_lease_timeout_s, self._idle_check, q, lease
                         )
         for task, item in finished:
-            self.core.store_results(item[1], item[3] if len(item) > 3 else None)
+            self.core.store_results(item[1], task)
             if task is not None:
                 self.core.task_finished(task)
 
@@ -265,6 +269,11 @@ class TaskSubmitter:
         while q.pending:
             task = q.pending.popleft()
             self.core.fail_task(task, exc)
+
+    def resubmit(self, task: PendingTask) -> None:
+        """Run a finished task again (lineage reconstruction of a lost result)."""
+        shape = dict(task.shape_key)
+        self._enqueue(task, shape)
 
     def num_leases(self) -> int:
         with self.lock:

@@ -1,0 +1,105 @@
+"""Several real nodes on this machine (ray.cluster_utils.Cluster): spillback, transfer,
+node failure with task retry and lineage reconstruction."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+import ray
+from ray.cluster_utils import Cluster
+
+FAST_FAILURE = '{"heartbeat_timeout_s": 1.5, "heartbeat_period_s": 0.2}'
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster(_internal_config=FAST_FAILURE)
+    c.add_node(num_cpus=1)
+    yield c
+    c.shutdown()
+
+
+def test_custom_resources_pin_work_to_a_node_and_objects_move(cluster):
+    special = cluster.add_node(num_cpus=1, resources={"special": 1})
+    ray.init(address=cluster.address)
+
+    @ray.remote(resources={"special": 1})
+    def on_special():
+        return ray.get_runtime_context().get_node_id(), np.arange(300_000)
+
+    node_id, arr = ray.get(on_special.options(num_returns=2).remote())
+    assert node_id == special.node_id
+    assert arr[-1] == 299_999
+
+    @ray.remote
+    def consume(a):
+        return int(a.sum())
+
+    ref = ray.put(np.ones(500_000, dtype=np.int64))
+    assert ray.get(consume.options(resources={"special": 1}).remote(ref)) == 500_000
+
+
+def test_tasks_spread_over_nodes(cluster):
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address)
+
+    @ray.remote
+    def where():
+        time.sleep(0.3)
+        return ray.get_runtime_context().get_node_id()
+
+    assert len(set(ray.get([where.remote() for _ in range(6)]))) == 2
+    assert ray.cluster_resources()["CPU"] == 2
+    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+
+
+def test_lost_object_is_rebuilt_by_re_running_its_task(cluster):
+    worker = cluster.add_node(num_cpus=1, resources={"w": 1})
+    ray.init(address=cluster.address)
+
+    @ray.remote(resources={"w": 0.1}, max_retries=2)
+    def produce():
+        return np.full(200_000, 7)
+
+    ref = produce.remote()
+    ray.wait([ref])
+    cluster.remove_node(worker)
+    cluster.add_node(num_cpus=1, resources={"w": 1})
+    assert ray.get(ref, timeout=60)[0] == 7
+
+
+def test_put_object_lost_with_its_node_raises_object_lost_error(cluster):
+    ray.init(address=cluster.address)
+    other = cluster.add_node(num_cpus=1, resources={"w": 1})
+
+    @ray.remote(resources={"w": 1})
+    def put_there():
+        return [ray.put(np.zeros(200_000))]
+
+    (inner,) = ray.get(put_there.remote())
+    cluster.remove_node(other)
+    with pytest.raises((ray.exceptions.ObjectLostError, ray.exceptions.RayError)):
+        ray.get(inner, timeout=30)
+
+
+def test_node_death_is_detected_and_tasks_retry_elsewhere(cluster):
+    victim = cluster.add_node(num_cpus=1, resources={"v": 1})
+    ray.init(address=cluster.address)
+
+    @ray.remote(max_retries=3)
+    def slow_pid():
+        time.sleep(2)
+        return os.getpid()
+
+    refs = [slow_pid.remote() for _ in range(2)]
+    time.sleep(0.5)
+    cluster.remove_node(victim, allow_graceful=False)
+    assert len(ray.get(refs, timeout=60)) == 2
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if sum(not n["Alive"] for n in ray.nodes()) == 1:
+            break
+        time.sleep(0.2)
+    assert sum(not n["Alive"] for n in ray.nodes()) == 1
