@@ -154,3 +154,19 @@ def test_disconnect_aborts_unsealed_slab_objects_and_frees_the_slab():
     aborted, _ = table.disconnect(ALICE)
     assert [entry.key for entry in aborted] == [A]
     assert table.used_bytes == 0
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ObjectExistsError("ab" * 20),
+        ObjectNotFoundError("ab" * 20, "cannot seal"),
+        ObjectStoreFullError(10, 20, 5),
+    ],
+)
+def test_errors_pickle_with_their_fields(error):
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error) and str(copy) == str(error)
+    assert "ab" * 20 in str(error) or "capacity" in str(error)
