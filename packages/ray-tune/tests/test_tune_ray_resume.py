@@ -57,14 +57,17 @@ def _descendants(pid):
 
 
 @pytest.mark.slow
-def test_resume_after_killing_a_ray_driver(tmp_path):
+def test_resume_after_killing_a_ray_driver(tmp_path, monkeypatch):
     (tmp_path / "resumable_ray.py").write_text(TRAINABLE)
     local_dir = str(tmp_path / "results")
     script = tmp_path / "driver.py"
     script.write_text(DRIVER.format(here=str(tmp_path), local_dir=local_dir))
+    # Ray workers import the trainable's module by name: they need it on their path.
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    monkeypatch.setenv("PYTHONPATH", path)
     proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True)
     exp_dir = os.path.join(local_dir, "resumable")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 90
     try:
         while time.monotonic() < deadline:
             time.sleep(0.2)
