@@ -125,8 +125,9 @@ class PlasmaClient:
         Write the data, then ``seal``. Raises ``ObjectExistsError`` or
         ``ObjectStoreFullError``. Small objects from a client that creates many
         are placed in a slab without a round trip (see ``plasma.object_table``);
-        for those, an id that another client already used is reported by a later
-        call of this client, and the local copy is dropped.
+        for those, an id that another client already used is reported (as
+        ``ObjectExistsError``) by this client's next call that talks to the store,
+        and the local copy is dropped.
         """
         key = as_key(object_id)
         data_size = int(data_size)
@@ -246,6 +247,7 @@ class PlasmaClient:
         Each object stays pinned while its view (or anything made from it) lives.
         """
         keys = [as_key(object_id) for object_id in object_ids]
+        self._raise_async_error()
         results: list = [None] * len(keys)
         misses = []
         with self._locked():
@@ -497,6 +499,7 @@ class PlasmaClient:
                         self._outbox.clear()  # the store is gone, and with it every pin
 
     def _call(self, op: int, *args):
+        self._raise_async_error()
         with self._locked():
             request_id = next(self._request_ids)
             self._send(protocol.encode([op, request_id, *args]))
