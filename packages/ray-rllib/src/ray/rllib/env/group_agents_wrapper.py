@@ -32,8 +32,10 @@ class GroupAgentsWrapper(MultiAgentEnv):
             grouped_rewards[group] = grouped_rewards.get(group, 0.0) + reward
         grouped_infos = self._group_items(infos, agg=lambda g: {"_group_info": g})
         for group, agents in self.groups.items():
-            if group in grouped_infos:
-                grouped_infos[group]["individual_rewards"] = [rewards.get(a, 0.0) for a in agents]
+            if group in grouped_rewards:
+                grouped_infos.setdefault(group, {})["individual_rewards"] = [
+                    rewards.get(a, 0.0) for a in agents
+                ]
         grouped_dones = {"__all__": dones.get("__all__", False)}
         for agent_id, done in dones.items():
             if agent_id == "__all__":
