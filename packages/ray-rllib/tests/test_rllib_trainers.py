@@ -326,3 +326,22 @@ def test_external_env_drives_training():
 def test_unknown_env_name_suggests_close_matches():
     with pytest.raises(ValueError, match="CartPole"):
         PPOTrainer(env="CartPol-v1", config=SMALL_PPO)
+
+
+def test_contributed_random_agent_by_name():
+    from ray.rllib.agents.registry import get_agent_class
+
+    trainer = get_agent_class("contrib/RandomAgent")(env="CartPole-v0",
+                                                       config={"rollouts_per_iteration": 3})
+    try:
+        result = trainer.train()
+        assert result["episodes_this_iter"] == 3 and result["timesteps_total"] > 0
+    finally:
+        trainer.stop()
+
+
+def test_unknown_algorithm_name_suggests_the_closest():
+    from ray.rllib.agents.registry import get_agent_class
+
+    with pytest.raises(ValueError, match="Did you mean 'PPO'"):
+        get_agent_class("PPOO")

@@ -28,20 +28,24 @@ def _import_a3c():
 
 
 ALGORITHMS = {"PPO": _import_ppo, "PG": _import_pg, "A2C": _import_a2c, "A3C": _import_a3c}
-CONTRIBUTED_ALGORITHMS: dict = {}
+
+
+def _all_algorithms() -> dict:
+    from ray.rllib.contrib.registry import CONTRIBUTED_ALGORITHMS
+
+    return {**ALGORITHMS, **CONTRIBUTED_ALGORITHMS}
 
 
 def get_agent_class(alg: str) -> type:
-    """The Trainer class registered under ``alg``."""
-    if alg in ALGORITHMS:
-        return ALGORITHMS[alg]()
-    if alg.startswith("contrib/") and alg[len("contrib/"):] in CONTRIBUTED_ALGORITHMS:
-        return CONTRIBUTED_ALGORITHMS[alg[len("contrib/"):]]()
+    """The Trainer class registered under ``alg`` (``contrib/<Name>`` for contributed ones)."""
+    algorithms = _all_algorithms()
+    if alg in algorithms:
+        return algorithms[alg]()
     import difflib
 
-    close = difflib.get_close_matches(alg, list(ALGORITHMS), n=1)
+    close = difflib.get_close_matches(alg, list(algorithms), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"Unknown algorithm {alg!r}.{hint} Available: {sorted(ALGORITHMS)}")
+    raise ValueError(f"Unknown algorithm {alg!r}.{hint} Available: {sorted(algorithms)}")
 
 
 get_trainer_class = get_agent_class
@@ -51,6 +55,6 @@ def register_with_tune() -> None:
     """Make ``tune.run("PPO")`` etc. work (lazily: nothing heavy is imported here)."""
     from ray.tune import registry
 
-    for name, loader in ALGORITHMS.items():
+    for name, loader in _all_algorithms().items():
         if not registry.contains(registry.TRAINABLE_CLASS, name):
             registry.register_lazy(registry.TRAINABLE_CLASS, name, loader)

@@ -1,0 +1,1 @@
+"""Contributed algorithms, run as ``--run contrib/<Name>``."""
