@@ -14,7 +14,7 @@ from ray.tune.trial import Trial
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=2)
+    ray.init(num_cpus=2, num_gpus=1)  # one logical GPU: no device is needed to schedule it
     yield
     ray.shutdown()
 
@@ -186,3 +186,20 @@ def test_pinned_objects_reach_every_trial(ray_cluster, tmp_path):
 
     [trial] = tune.run(uses_pinned, name="pinned", local_dir=str(tmp_path), verbose=0)
     assert trial.last_result["total"] == sum(range(1000))
+
+
+def test_fractional_gpus_share_a_device_and_cpu_trials_see_none(ray_cluster, tmp_path):
+    def report_devices(config, reporter):
+        import time
+
+        start = time.time()
+        time.sleep(0.5)
+        reporter(cuda=os.environ.get("CUDA_VISIBLE_DEVICES"), start=start, end=time.time())
+
+    gpu_trials = tune.run(report_devices, name="gpu", num_samples=2, local_dir=str(tmp_path),
+                          resources_per_trial={"cpu": 1, "gpu": 0.5}, verbose=0)
+    first, second = (t.last_result for t in gpu_trials)
+    assert first["cuda"] == second["cuda"] == "0"
+    assert first["start"] < second["end"] and second["start"] < first["end"]  # concurrent
+    [cpu_trial] = tune.run(report_devices, name="cpu", local_dir=str(tmp_path), verbose=0)
+    assert cpu_trial.last_result["cuda"] == ""

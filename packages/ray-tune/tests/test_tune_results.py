@@ -252,3 +252,40 @@ def test_resume_after_the_driver_was_killed(tmp_path):
         restored_at = before[tid]["checkpoint"]["result"]["training_iteration"]
         resumed = [r for r in rows if r["iterations_since_restore"] == 1 and r["training_iteration"] > 1]
         assert resumed and resumed[-1]["training_iteration"] == restored_at + 1
+
+
+class Exportable(tune.Trainable):
+    def _setup(self, config):
+        self.step = 0
+
+    def _train(self):
+        self.step += 1
+        return {"score": [3, 9, 1, 5][self.step - 1]}
+
+    def _save(self, checkpoint_dir):
+        return {"step": self.step}
+
+    def _restore(self, state):
+        self.step = state["step"]
+
+    def _export_model(self, export_formats, export_dir):
+        path = os.path.join(export_dir, "model.txt")
+        open(path, "w").write(str(self.step))
+        return {fmt: path for fmt in export_formats}
+
+
+def test_checkpoint_retention_and_export_at_the_end(tmp_path):
+    [trial] = tune.run(Exportable, name="keep", stop={"training_iteration": 4}, checkpoint_freq=1,
+                       keep_checkpoints_num=2, checkpoint_score_attr="score",
+                       export_formats=["txt"], local_dir=str(tmp_path), verbose=0,
+                       trial_executor=LocalTrialExecutor())
+    kept = sorted(d for d in os.listdir(trial.logdir) if d.startswith("checkpoint_"))
+    # Scores by iteration: 3, 9, 1, 5 -> the best (2) and the newest (4) are kept.
+    assert kept == ["checkpoint_2", "checkpoint_4"]
+    assert open(trial.export_paths["txt"]).read() == "4"
+
+
+def test_return_trials_false_returns_an_experiment_analysis(tmp_path):
+    analysis = _run(tmp_path, name="analysed", return_trials=False)
+    assert isinstance(analysis, tune.ExperimentAnalysis)
+    assert analysis.get_best_config("mean_accuracy") == {"a": 2}
