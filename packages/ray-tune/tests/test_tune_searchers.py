@@ -233,3 +233,39 @@ def test_basic_variant_generator_shuffle_keeps_the_same_trials(tmp_path):
     gen = BasicVariantGenerator(shuffle=True)
     gen.add_configurations([exp])
     assert sorted(t.config["x"] for t in gen.next_trials()) == [0.1, 0.2, 0.3]
+
+
+class Interruptible(tune.Trainable):
+    """Raises KeyboardInterrupt (as Ctrl-C would) in the driver on the 5th trial."""
+
+    started = 0
+    interrupt = True
+
+    def _setup(self, config):
+        Interruptible.started += 1
+
+    def _train(self):
+        if Interruptible.interrupt and Interruptible.started == 5:
+            Interruptible.interrupt = False
+            raise KeyboardInterrupt
+        return {"score": -((self.config["x"] - 0.3) ** 2), "done": True}
+
+
+def test_resume_restores_the_searcher_and_only_runs_the_missing_samples(tmp_path):
+    pytest.importorskip("hyperopt")
+
+    def run(resume):
+        searcher = _hyperopt()
+        searcher._max_concurrent = 1
+        trials = tune.run(Interruptible, name="resumed", num_samples=6, search_alg=searcher,
+                          local_dir=str(tmp_path), verbose=0, loggers=[], resume=resume,
+                          trial_executor=LocalTrialExecutor({"CPU": 1}, reuse_actors=False))
+        return searcher, trials
+
+    with pytest.raises(KeyboardInterrupt):
+        run(resume=False)
+    searcher, trials = run(resume=True)
+    assert len(trials) == 6 and all(t.status == Trial.TERMINATED for t in trials)
+    # TPE kept the 4 results from before the interrupt (restored state) and saw 2 more.
+    done = [t for t in searcher._hpopt_trials.trials if t["result"].get("status") == "ok"]
+    assert len(done) == 6
