@@ -50,6 +50,7 @@ def test_save_restore_continue_equals_uninterrupted_run(ray_2_cpus, regression_j
         assert torch.equal(tensor, actual.state_dict()[name]), name
 
 
+@pytest.mark.slow
 def test_epoch_train_validate_and_get_model(ray_2_cpus, regression_job):
     trainer = PyTorchTrainer(**regression_job, num_replicas=2, batch_size=16)
     first = trainer.train()
