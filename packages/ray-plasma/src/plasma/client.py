@@ -84,7 +84,6 @@ class PlasmaClient:
             self._arena_address,
             arena_size,
             arena.prefault_limit("PLASMA_CLIENT_PREFAULT_BYTES"),
-            nice=19,
         ).start()
         self._lock = threading.Lock()
         self._cond = threading.Condition(threading.Lock())
@@ -355,6 +354,10 @@ class PlasmaClient:
 
     def store_capacity(self) -> int:
         return self._capacity
+
+    def wait_prefaulted(self, timeout_s: float | None = None) -> bool:
+        """Block until this client's background page-table population is done."""
+        return self._prefaulter.wait(timeout_s)
 
     # --- notifications -------------------------------------------------------------------
     def subscribe(self) -> None:
