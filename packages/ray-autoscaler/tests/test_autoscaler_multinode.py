@@ -119,6 +119,7 @@ def cli(net, *args, timeout_s=300):
     return done.stdout
 
 
+@pytest.mark.slow
 def test_private_cluster_quick_start_up_exec_submit_rsync_down(net, tmp_path):
     path, _ = cluster_yaml(net, tmp_path)
     head = net.hosts[0]
@@ -166,6 +167,7 @@ def wait_for(what, predicate, timeout_s=240):
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_autoscaler_brings_a_host_up_for_demand_and_down_after_idle_timeout(net, tmp_path):
     path, load_file = cluster_yaml(net, tmp_path)
     head = net.hosts[0]
