@@ -382,6 +382,8 @@ class PlasmaStore:
         return True
 
     def _op_get(self, connection, request_id, keys, timeout_ms=-1):
+        if not request_id:  # it would pin objects the client never hears about
+            raise errors.ProtocolError("GET needs a request id")
         if not isinstance(keys, list):
             raise TypeError("GET needs a list of object ids")
         keys = [_check_key(key) for key in keys]
@@ -396,7 +398,7 @@ class PlasmaStore:
                     missing[index] = key
                 else:
                     results[index] = [entry.offset, entry.data_size, entry.metadata]
-            if not missing or timeout_ms == 0 or not request_id:
+            if not missing or timeout_ms == 0:
                 return results
             waiter = _GetWaiter(connection, request_id, keys, results, missing)
             connection.waiters.add(waiter)
