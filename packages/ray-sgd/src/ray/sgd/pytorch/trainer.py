@@ -156,13 +156,16 @@ class PyTorchTrainer:
         Returns ``train_loss`` (mean over the samples of all replicas),
         ``num_samples``, ``batch_count``, ``epoch`` and ``time_s``. With
         ``max_retries > 0`` a failed call restarts the group from
-        ``checkpoint``: "auto" (the state before this call, kept in the object
-        store) or a path written by ``save()``.
+        ``checkpoint``: "auto" (the state before this call, which the driver
+        keeps in memory) or a path written by ``save()``.
         """
         budget = RetryBudget(max_retries)
         state = self._retry_state(checkpoint) if max_retries else None
+        restart = False
         while True:
             try:
+                if restart:  # a failed restart counts as one more failure
+                    self._start_group(state=state)
                 self._require_group()
                 refs = [w.train.remote(num_steps) for w in self.workers]
                 return merge_train_stats(self._gather(refs, "train"))
@@ -179,7 +182,7 @@ class PyTorchTrainer:
                     max_retries,
                 )
                 self._kill_group()
-                self._start_group(state=state)
+                restart = True
 
     def _retry_state(self, checkpoint):
         if checkpoint == "auto":
