@@ -147,6 +147,7 @@ class TrialController:
         self._stop_requested: set[str] = set()
         self._pending_actions: list[Action] = []
         self._context = _SchedulerContext(self)
+        self._unchecked: list[Trial] = []  # added trials not yet checked against the cluster
         self.version = 0  # bumped on every status change (the shell persists on change)
 
     # -- queries ---------------------------------------------------------------
@@ -173,6 +174,7 @@ class TrialController:
             trial.logdir = trial.default_logdir()
         if not trial.is_finished():
             self.scheduler.on_trial_add(self._context, trial.view)
+            self._unchecked.append(trial)
         self.version += 1
 
     def request_stop(self, trial_id: str) -> list[Action]:
@@ -296,9 +298,10 @@ class TrialController:
             self.add_trial(trial)
 
     def _fail_impossible_trials(self) -> None:
+        unchecked, self._unchecked = self._unchecked, []
         if self.queue_trials:
-            return
-        for trial in self.trials:
+            return  # an autoscaler may add the resources later
+        for trial in unchecked:
             if trial.status == Trial.PENDING and not self.resources.could_ever_fit(trial.resources):
                 trial.error_msg = (
                     f"insufficient cluster resources to launch trial {trial}: it needs "
