@@ -139,7 +139,7 @@ class PlasmaClient:
         if data_size >= _POPULATE_ON_CREATE_BYTES and not self._prefaulter.covers(
             offset + data_size
         ):
-            arena.populate(self._arena_address + offset, int(data_size))
+            arena.populate_parallel(self._arena_address + offset, data_size)
         with self._locked():
             held = _Held(offset, int(data_size), bytes(metadata), sealed=False)
             held.store_pins = 1

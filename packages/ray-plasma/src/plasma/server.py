@@ -22,6 +22,11 @@ def _parse_args(argv):
     parser.add_argument(
         "--no-prefault", action="store_true", help="do not populate the arena at start"
     )
+    parser.add_argument(
+        "--serve-while-prefaulting",
+        action="store_true",
+        help="accept clients at once instead of after the arena is resident",
+    )
     return parser.parse_args(argv)
 
 
@@ -36,7 +41,7 @@ async def _serve(args) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await store.start(args.socket)
+    await store.start(args.socket, wait_prefault=not args.serve_while_prefaulting)
     print(f"plasma_store: serving {store.capacity_bytes} bytes on {args.socket}", flush=True)
     try:
         await stop.wait()

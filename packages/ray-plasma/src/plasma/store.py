@@ -143,11 +143,19 @@ class PlasmaStore:
                 address, self._arena_size, arena.prefault_limit("PLASMA_PREFAULT_BYTES")
             ).start()
 
-    async def start(self, socket_path: str) -> None:
-        """Create the arena and serve clients on ``socket_path`` in the running loop."""
+    async def start(self, socket_path: str, *, wait_prefault: bool = False) -> None:
+        """Create the arena and serve clients on ``socket_path`` in the running loop.
+
+        With ``wait_prefault`` the socket appears only once the arena is resident, so
+        no client ever writes into memory that is still being allocated (the
+        ``plasma_store`` executable does this); otherwise pre-faulting continues in
+        the background while clients are served.
+        """
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._open_arena()
+        if wait_prefault and self._prefaulter is not None:
+            await self._loop.run_in_executor(None, self._prefaulter.wait)
         if os.path.exists(socket_path):
             os.unlink(socket_path)
         self._socket_path = socket_path
