@@ -29,3 +29,9 @@ def test_resnet_example_trains_and_reports_accuracy():
     assert history[-1]["train_loss"] < history[0]["train_loss"]
     assert history[-1]["validation_accuracy"] > 0.3  # chance is 0.1
     assert history[-1]["images_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_distributed_sgd_classifier_example_monitors_accuracy():
+    history = _load("distributed_sgd_classifier").main(strategy="ps", steps=40)
+    assert history[-1]["test_accuracy"] > max(0.5, history[0]["test_accuracy"])
