@@ -43,7 +43,6 @@ from plasma.serialization import deserialize, serialize
 
 _SPIN_S = float(os.environ.get("PLASMA_SPIN_US", "100")) * 1e-6
 _RECV_BYTES = 1 << 20
-_INLINE_PUT_BYTES = 64 * 2**10
 _POPULATE_ON_CREATE_BYTES = 4 * 2**20
 _SLAB_BYTES = 1 * 2**20
 _SLAB_OBJECT_MAX_BYTES = 16 * 2**10
@@ -294,9 +293,8 @@ class PlasmaClient:
         """Serialize ``value`` into the store (numpy buffers are copied straight in)."""
         object_id = ObjectID.from_random() if object_id is None else object_id
         serialized = serialize(value)
-        if serialized.total_bytes <= _INLINE_PUT_BYTES:
-            self.create_and_seal(object_id, serialized.to_bytes(), serialized.metadata)
-            return object_id
+        # create + write + seal: for small values from a busy client this costs no
+        # round trip at all (slab placement), otherwise one, like create_and_seal.
         buffer = self.create(object_id, serialized.total_bytes, serialized.metadata)
         try:
             serialized.write_to(buffer)
