@@ -151,6 +151,7 @@ def test_status_table_shows_trials_best_result_and_truncates(tmp_path):
                          resources_summary="4/8 CPUs, 0/0 GPUs", logdir="/r", best_metric="mean_accuracy")
     assert "f_0: RUNNING [pid=10], 209 s, 3 iter, 20604 ts, 0 acc" in text
     assert "Number of trials: 25" in text and "Current best trial: f_24" in text
+    assert "Memory usage on this node:" in text
     assert "... 2 more not shown" in text and "... 3 more not shown" in text
     quiet = io.StringIO()
     ProgressReporter(0, out=quiet).report(0.0, lambda: text, force=True)

@@ -46,6 +46,9 @@ def status_string(
     if scheduler_debug:
         lines.append(scheduler_debug)
     lines.append(f"Resources requested: {resources_summary}")
+    memory = _memory_line()
+    if memory:
+        lines.append(memory)
     lines.append(f"Result logdir: {logdir}")
     counts = collections.Counter(t.status for t in trials)
     lines.append(f"Number of trials: {len(trials)} ({dict(sorted(counts.items()))})")
@@ -67,6 +70,16 @@ def status_string(
         if len(group) > len(visible):
             lines.append(f"  ... {len(group) - len(visible)} more not shown")
     return "\n".join(lines) + "\n"
+
+
+def _memory_line() -> str:
+    try:
+        import psutil
+    except ImportError:
+        return ""
+    mem = psutil.virtual_memory()
+    used_gb = (mem.total - mem.available) / 1e9
+    return f"Memory usage on this node: {used_gb:.1f}/{mem.total / 1e9:.1f} GB"
 
 
 def _best_trial(trials: list[Trial], metric: str | None, mode: str) -> Trial | None:
