@@ -97,3 +97,12 @@ def test_experiment_rejects_unknown_spec_key_with_suggestion():
 def test_lambda_trainable_needs_registration():
     with pytest.raises(TuneError, match="register_trainable"):
         Experiment("x", lambda config, reporter: None)
+
+
+def test_bare_lambdas_are_sampled_like_ray_07():
+    spec = {"config": {"a": lambda spec: 3, "b": tune.sample_from(lambda spec: spec.config.a + 1)}}
+    [(resolved_vars, resolved)] = list(generate_variants(spec))
+    assert resolved["config"] == {"a": 3, "b": 4}
+    named = {"config": {"callback": _noop}}  # a named function is a value, not a sampler
+    [(_, kept)] = list(generate_variants(named))
+    assert kept["config"]["callback"] is _noop

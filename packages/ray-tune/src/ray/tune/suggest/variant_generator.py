@@ -8,7 +8,9 @@ after the grid values they may depend on (`spec.config.alpha`).
 from __future__ import annotations
 
 import copy
+import logging
 import random
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +18,8 @@ from ray.tune.error import TuneError
 from ray.tune.sample import function, sample_from
 
 Path = tuple
+logger = logging.getLogger(__name__)
+_warned_lambda: list = []
 
 
 def generate_variants(unresolved_spec: dict) -> Iterator[tuple[dict, dict]]:
@@ -87,15 +91,34 @@ def _is_resolved(value: Any) -> bool:
     )
 
 
+def _is_bare_lambda(value: Any) -> bool:
+    """Ray 0.6/0.7 configs used bare `lambda spec: ...` for sampled values."""
+    return isinstance(value, types.LambdaType) and value.__name__ == "<lambda>"
+
+
+def _as_sampler(value: Any) -> Any:
+    if _is_bare_lambda(value):
+        if not _warned_lambda:
+            logger.warning(
+                "A bare lambda in a Tune config is sampled, as in Ray 0.7; wrap it in "
+                "tune.sample_from(...) to say so, or tune.function(...) to pass it as a value"
+            )
+            _warned_lambda.append(True)
+        return sample_from(value)
+    return value
+
+
 def _walk(spec: Any, prefix: Path = ()) -> Iterator[tuple[Path, Any]]:
     if isinstance(spec, dict):
         for key, value in spec.items():
+            value = _as_sampler(value)
             if _is_grid(value) or isinstance(value, sample_from):
                 yield prefix + (key,), value
             elif isinstance(value, (dict, list)):
                 yield from _walk(value, prefix + (key,))
     elif isinstance(spec, list):
         for index, value in enumerate(spec):
+            value = _as_sampler(value)
             if _is_grid(value) or isinstance(value, sample_from):
                 yield prefix + (index,), value
             elif isinstance(value, (dict, list)):
