@@ -220,3 +220,13 @@ def test_status_changes_bump_the_version_used_to_persist_state(tmp_path):
     before = ctrl.version
     ctrl.step()
     assert ctrl.version > before
+
+
+def test_queue_trials_keeps_oversized_trials_pending_for_an_autoscaler(tmp_path):
+    big = make_trial(0, tmp_path, resources=Resources(cpu=8))
+    search = ListSearch([big])
+    ctrl = C.TrialController(search_alg=search, resources=C.ResourcePool(cpu=2),
+                             clock=FakeClock(), queue_trials=True)
+    assert ctrl.step() == [] and big.status == Trial.PENDING
+    ctrl.resources = C.ResourcePool(cpu=8)  # the cluster grew
+    assert kinds(ctrl.step()) == [("StartTrial", "trial0"), ("ContinueTrial", "trial0")]
