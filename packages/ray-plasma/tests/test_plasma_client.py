@@ -344,3 +344,37 @@ def test_large_create_populates_its_range_when_prefault_is_off(store, monkeypatc
         np.testing.assert_array_equal(client.get(client.put(array)), array)
     finally:
         client.disconnect()
+
+
+def test_blocked_get_in_one_thread_does_not_stall_others(store, client):
+    pending = plasma.ObjectID.from_random()
+    results = {}
+
+    def wait_for_pending():
+        results["pending"] = client.get(pending, timeout_ms=10_000)
+
+    def busy(seed):
+        for index in range(30):
+            object_id = client.put((seed, index))
+            assert client.get(object_id) == (seed, index)
+            assert (
+                client.get(plasma.ObjectID.from_random(), timeout_ms=1) is plasma.ObjectNotAvailable
+            )
+        results[seed] = "done"
+
+    waiter = threading.Thread(target=wait_for_pending)
+    waiter.start()
+    workers = [threading.Thread(target=busy, args=(seed,)) for seed in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert [results.get(seed) for seed in range(3)] == ["done"] * 3
+    assert waiter.is_alive()  # still parked in the store, not holding up the others
+    writer = connect(store)
+    try:
+        writer.put("finally", object_id=pending)
+    finally:
+        writer.disconnect()
+    waiter.join(10)
+    assert results["pending"] == "finally"
