@@ -100,6 +100,34 @@ def test_killed_replica_surfaces_error_within_timeout(ray_2_cpus, regression_job
 
 
 @pytest.mark.slow
+def test_stalled_replica_surfaces_error_within_timeout(ray_2_cpus, regression_job):
+    timeout_s = 4.0
+    job = dict(regression_job, data_creator=slow_data_creator)
+    trainer = PyTorchTrainer(**job, num_replicas=2, batch_size=8, timeout_s=timeout_s)
+    stalled_at = []
+
+    def stall_replica_1():
+        time.sleep(1.0)
+        stalled_at.append(time.monotonic())
+        os.kill(trainer.pids[1], signal.SIGSTOP)  # alive, but silent
+
+    staller = threading.Thread(target=stall_replica_1)
+    staller.start()
+    try:
+        with pytest.raises(TrainingFailedError, match="timeout_s=4.0"):
+            trainer.train()
+        surfaced_s = time.monotonic() - stalled_at[0]
+    finally:
+        staller.join()
+        try:
+            os.kill(trainer.pids[1], signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the trainer already killed the group
+    assert surfaced_s < timeout_s + 5.0
+    trainer.shutdown()
+
+
+@pytest.mark.slow
 def test_replica_crash_mid_epoch_recovers_to_uninterrupted_result(
     ray_2_cpus, regression_job, tmp_path
 ):

@@ -97,6 +97,7 @@ class PyTorchTrainer:
             num_threads=max(1, int(resources_per_replica.num_cpus)),
         )
         self._actor_class = ray.remote(**resources_per_replica.actor_options())(PyTorchRunner)
+        _warn_if_cluster_too_small(resources_per_replica, num_replicas)
         self.workers: list = []
         self._start_group()
 
@@ -235,6 +236,21 @@ class PyTorchTrainer:
         except Exception:  # noqa: BLE001 - the actors are killed next anyway
             logger.debug("replica shutdown failed", exc_info=True)
         self._kill_group()
+
+
+def _warn_if_cluster_too_small(resources: Resources, num_replicas: int) -> None:
+    """Replicas that do not fit wait for resources forever; say so up front."""
+    total = ray.cluster_resources()
+    for name, per_replica in (("CPU", resources.num_cpus), ("GPU", resources.num_gpus)):
+        if per_replica and total.get(name, 0) < per_replica * num_replicas:
+            logger.warning(
+                "%d replicas need %s %s but the cluster has %s: the trainer will wait "
+                "until enough join. Lower num_replicas or resources_per_replica.",
+                num_replicas,
+                per_replica * num_replicas,
+                name,
+                total.get(name, 0),
+            )
 
 
 def _as_training_error(err: Exception, rank: int, what: str, world: int) -> TrainingFailedError:
