@@ -107,21 +107,23 @@ def plan(
 ) -> ScalingPlan:
     """Decide which nodes to launch and terminate; see the module docstring."""
     node_types = _with_reported_sizes(node_types, snapshot.nodes)
-    first = _plan_once(snapshot, node_types, policy)
-    if not first.terminate:
-        return first
-    # Terminations free room under max_workers: plan launches again without those
-    # nodes, so a launch held back by the limit does not wait a whole round.
-    gone = set(first.terminate)
-    rest = dataclasses.replace(
-        snapshot, nodes=tuple(n for n in snapshot.nodes if n.node_id not in gone)
-    )
-    second = _plan_once(rest, node_types, policy)
-    return dataclasses.replace(
-        second,
-        terminate=first.terminate + second.terminate,
-        reasons=tuple(dict.fromkeys(first.reasons + second.reasons)),
-    )
+    result = _plan_once(snapshot, node_types, policy)
+    terminated: tuple[str, ...] = ()
+    reasons: dict[str, None] = {}
+    # Terminations free room under max_workers: plan again without those nodes until
+    # nothing more is terminated, so a launch held back by the limit (min_workers of
+    # another type, say) does not wait for later rounds. Each pass removes a node,
+    # so this ends within len(nodes) passes.
+    while result.terminate:
+        terminated += result.terminate
+        reasons.update(dict.fromkeys(result.reasons))
+        gone = set(terminated)
+        snapshot = dataclasses.replace(
+            snapshot, nodes=tuple(n for n in snapshot.nodes if n.node_id not in gone)
+        )
+        result = _plan_once(snapshot, node_types, policy)
+    reasons.update(dict.fromkeys(result.reasons))
+    return dataclasses.replace(result, terminate=terminated, reasons=tuple(reasons))
 
 
 def _with_reported_sizes(
