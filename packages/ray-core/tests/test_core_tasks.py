@@ -301,3 +301,17 @@ def test_async_await_of_object_ref():
         return await add.remote(20, 22)
 
     assert asyncio.run(main()) == 42
+
+
+class _BothBases(RuntimeError, TimeoutError):
+    pass
+
+
+def test_errors_with_c_level_bases_keep_their_class():
+    @ray.remote
+    def raise_both():
+        raise _BothBases("two bases")
+
+    with pytest.raises(_BothBases) as info:
+        ray.get(raise_both.remote())
+    assert isinstance(info.value, ray.exceptions.RayTaskError)

@@ -143,7 +143,9 @@ class RayTaskError(RayError):
         dual = _dual_class(cause_cls)
         if dual is None:
             return self
-        err = dual.__new__(dual)
+        err = _instantiate(dual)
+        if err is None:
+            return self
         err.__dict__.update(self.__dict__)
         err.args = (self._message(),)
         return err
@@ -176,6 +178,17 @@ def _dual_class(cause_cls: type) -> type | None:
         dual = None
     _DUAL_CACHE[cause_cls] = dual
     return dual
+
+
+def _instantiate(cls):
+    """An empty instance of ``cls``: C exception bases (OSError, ...) each insist on
+    their own ``__new__``, so try the classes of the MRO until one accepts."""
+    for klass in cls.__mro__:
+        try:
+            return klass.__new__(cls)
+        except TypeError:
+            continue
+    return None
 
 
 def _rebuild_task_error(function_name, traceback_str, cause, pid, ip, dual):

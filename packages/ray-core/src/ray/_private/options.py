@@ -91,7 +91,16 @@ class TaskOptions:
         _check_resources(self.num_cpus, self.num_gpus, self.resources)
 
     def resource_shape(self) -> dict[str, float]:
-        return _shape(self.num_cpus, self.num_gpus, self.resources, 1)
+        cached = self.__dict__.get("_shape")
+        if cached is None:
+            cached = _shape(self.num_cpus, self.num_gpus, self.resources, 1)
+            object.__setattr__(self, "_shape", cached)
+            object.__setattr__(self, "_shape_key", tuple(sorted(cached.items())))
+        return cached
+
+    def shape_key(self) -> tuple:
+        self.resource_shape()
+        return self.__dict__["_shape_key"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,8 +94,10 @@ class NodeManager:
             family=socket.AF_INET, reuse_address=True,
         )
         self.tcp_port = self.tcp_server.sockets[0].getsockname()[1]
+        self.pool.start_zygote()
         for _ in range(self.num_prestart):
-            self.pool.start_worker()
+            self.pool.start_worker()  # placeholders until the zygote is ready
+        self.loop.create_task(self._zygote_ready())
         self._register_node()
         self.loop.create_task(self._heartbeat_loop())
         self.loop.create_task(self._reap_loop())
@@ -365,6 +367,10 @@ class NodeManager:
         return deferred
 
     # -- periodic -------------------------------------------------------------------
+    async def _zygote_ready(self):
+        ok = await self.loop.run_in_executor(None, self.pool.wait_zygote)
+        self.pool.zygote_started(ok)
+
     async def _heartbeat_loop(self):
         period = self.config.heartbeat_period_s
         while not self._stopping:

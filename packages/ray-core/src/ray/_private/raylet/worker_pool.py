@@ -7,6 +7,7 @@ configured pool size are stopped.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -42,6 +43,44 @@ class WorkerProc:
         self.detached = False
 
 
+class ForkedProcess:
+    """A worker forked by the zygote: Popen-like, polled by pid (the zygote reaps it)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                self.returncode = -1
+            except PermissionError:
+                pass
+        return self.returncode
+
+    def send_signal(self, sig) -> None:
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+
 class WorkerPool:
     def __init__(self, *, session_dir: str, worker_args: list[str], env: dict, max_idle: int):
         self.session_dir = session_dir
@@ -52,22 +91,72 @@ class WorkerPool:
         self.workers: dict[bytes, WorkerProc] = {}
         # Removed workers whose process may still need reaping (no zombies).
         self._graveyard: list = []
+        self.zygote = None
+        self.zygote_ready = False
 
+    # -- the fork server ---------------------------------------------------------------
+    def start_zygote(self) -> None:
+        err = open(os.path.join(self.logs_dir, "zygote.err"), "ab")  # noqa: SIM115
+        try:
+            self.zygote = subprocess.Popen(
+                [sys.executable, "-m", "ray._private.workers.zygote"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=self.env,
+                close_fds=True, preexec_fn=_die_with_parent,
+            )
+        finally:
+            err.close()
+
+    def wait_zygote(self) -> bool:
+        """Block until the zygote has imported everything (run in a thread)."""
+        line = self.zygote.stdout.readline() if self.zygote else b""
+        return b"ready" in line
+
+    def zygote_started(self, ok: bool) -> None:
+        self.zygote_ready = ok
+        if not ok:
+            logger.warning("worker zygote failed to start; starting workers directly")
+        for worker in list(self.workers.values()):
+            if worker.proc is None and worker.state == STARTING:
+                self._launch(worker)
+
+    def _fork(self, argv, out_path, err_path) -> ForkedProcess:
+        request = json.dumps({"argv": argv, "out": out_path, "err": err_path}) + "\n"
+        self.zygote.stdin.write(request.encode())
+        self.zygote.stdin.flush()
+        reply = json.loads(self.zygote.stdout.readline())
+        return ForkedProcess(reply["pid"])
+
+    # -- workers ---------------------------------------------------------------------------
     def start_worker(self) -> WorkerProc:
         worker_id = os.urandom(20)
         tag = worker_id.hex()[:12]
         out_path = os.path.join(self.logs_dir, f"worker-{tag}.out")
         err_path = os.path.join(self.logs_dir, f"worker-{tag}.err")
-        with open(out_path, "ab") as out, open(err_path, "ab") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "ray._private.workers.default_worker",
-                 "--worker-id", worker_id.hex(), *self.worker_args],
-                stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env,
-                close_fds=True, preexec_fn=_die_with_parent,
-            )
-        worker = WorkerProc(worker_id, proc, (out_path, err_path))
+        worker = WorkerProc(worker_id, None, (out_path, err_path))
         self.workers[worker_id] = worker
-        return worker
+        if self.zygote is None or self.zygote_ready or self.zygote.poll() is not None:
+            self._launch(worker)
+        return worker  # else launched by zygote_started()
+
+    def _launch(self, worker: WorkerProc) -> None:
+        out_path, err_path = worker.log_paths
+        argv = ["--worker-id", worker.worker_id.hex(), *self.worker_args]
+        proc = None
+        if self.zygote_ready and self.zygote.poll() is None:
+            try:
+                proc = self._fork(argv, out_path, err_path)
+            except (OSError, ValueError) as exc:
+                logger.warning("zygote fork failed (%s); starting the worker directly", exc)
+                self.zygote_ready = False
+        if proc is None:
+            with open(out_path, "ab") as out, open(err_path, "ab") as err:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "ray._private.workers.default_worker", *argv],
+                    stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env,
+                    close_fds=True, preexec_fn=_die_with_parent,
+                )
+        worker.proc = proc
+        worker.pid = proc.pid
 
     def idle_for(self, job_id: bytes) -> WorkerProc | None:
         fallback = None
@@ -109,6 +198,8 @@ class WorkerPool:
     def stop_all(self, timeout_s: float = 2.0) -> None:
         procs = [w.proc for w in self.workers.values() if w.proc is not None]
         procs += self._graveyard
+        if self.zygote is not None:
+            procs.append(self.zygote)
         for p in procs:
             if p.poll() is None:
                 try:

@@ -424,7 +424,7 @@ class CoreWorker:
         refs = self.new_return_refs(task_id, num_returns)
         shape = opts.resource_shape()
         task = PendingTask(
-            spec, tuple(sorted(shape.items())), opts.max_retries,
+            spec, opts.shape_key(), opts.max_retries,
             [r.binary() for r in refs], pinned,
         )
         self.submitter.submit(task, shape, deps)
