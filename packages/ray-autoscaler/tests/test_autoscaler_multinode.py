@@ -113,8 +113,16 @@ def cluster_yaml(net, tmp_path, **extra):
     return path, load_file
 
 
+def _ray_cli() -> list[str]:
+    """ray-core's `ray` (which loads our commands from the ray.cli entry points), else ours."""
+    ray_bin = os.path.join(os.path.dirname(PY), "ray")
+    if os.path.exists(ray_bin) and _core_cli_available():
+        return [ray_bin]
+    return [PY, "-m", "ray.autoscaler"]
+
+
 def cli(net, *args, timeout_s=300):
-    done = net.run_driver([PY, "-m", "ray.autoscaler", *map(str, args)], timeout_s=timeout_s)
+    done = net.run_driver([*_ray_cli(), *map(str, args)], timeout_s=timeout_s)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
