@@ -122,6 +122,13 @@ def test_exec_stop_tears_the_cluster_down_afterwards(memory_cluster):
     assert provider.non_terminated_nodes({}) == []
 
 
+def test_exec_stop_tears_down_even_when_the_command_fails(memory_cluster):
+    path, provider, root = memory_cluster
+    result = invoke(commands.exec_cmd, path, "exit 2", "--start", "--stop", ok=False)
+    assert result.exit_code == 1 and "exit status 2" in result.output
+    assert provider.non_terminated_nodes({}) == []
+
+
 def test_failing_exec_reports_the_exit_status(memory_cluster):
     path, provider, root = memory_cluster
     invoke(commands.up_cmd, path, "-y")

@@ -158,13 +158,14 @@ def create_or_update_cluster(
             sleep=sleep,
             ssh_backoff=ssh_backoff,
         )
+        ip = _head_ip(config, provider, head)
+        over_ssh = isinstance(provider.get_command_runner(head, config.auth), SSHCommandRunner)
     finally:
         provider.cleanup()
-    ip = _head_ip(config, provider, head)
     echo(f"Head node {head} of cluster {config.cluster_name!r} is up at {ip}.")
-    echo(f"  To run a command on it:  ray exec {config_file} 'ray status'")
+    echo(f"  To run a command on it:  ray exec {config_file} 'echo \"hello world\"'")
     echo(f"  To open a shell on it:   ray attach {config_file}")
-    if isinstance(provider.get_command_runner(head, config.auth), SSHCommandRunner):
+    if over_ssh:
         key = config.auth.get("ssh_private_key")
         user = config.auth.get("ssh_user", "ubuntu")
         echo(f"  Or: ssh {'-i ' + key + ' ' if key else ''}{user}@{ip}")
@@ -353,6 +354,44 @@ def exec_cluster(
             process_runner=process_runner,
             echo=echo,
         )
+    try:
+        return _exec_on_head(
+            config,
+            cmd,
+            docker=docker,
+            screen=screen,
+            tmux=tmux,
+            stop=stop,
+            port_forward=port_forward,
+            interactive=interactive,
+            process_runner=process_runner,
+            echo=echo,
+        )
+    finally:
+        # --stop tears the cluster down whether or not the command succeeded.
+        if stop and not (screen or tmux):
+            teardown_cluster(
+                config_file,
+                yes=True,
+                override_cluster_name=override_cluster_name,
+                process_runner=process_runner,
+                echo=echo,
+            )
+
+
+def _exec_on_head(
+    config: ClusterConfig,
+    cmd: str | None,
+    *,
+    docker: bool,
+    screen: bool,
+    tmux: bool,
+    stop: bool,
+    port_forward: Sequence[int],
+    interactive: bool,
+    process_runner: Any,
+    echo: Echo,
+) -> str:
     provider = _provider(config)
     try:
         head = _require_head(provider, config)
@@ -381,14 +420,6 @@ def exec_cluster(
             )
     finally:
         provider.cleanup()
-    if stop and not (screen or tmux):
-        teardown_cluster(
-            config_file,
-            yes=True,
-            override_cluster_name=override_cluster_name,
-            process_runner=process_runner,
-            echo=echo,
-        )
     return output
 
 
