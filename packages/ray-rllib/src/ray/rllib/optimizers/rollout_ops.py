@@ -47,8 +47,11 @@ def minibatch_sgd(policy, batch: SampleBatch, num_sgd_iter: int, minibatch_size:
     size = max(1, minibatch_size // seq_len) if minibatch_size else units
     stats_per_epoch: list[dict] = []
     for _ in range(num_sgd_iter):
-        order = rng.permutation(units)
         stats_per_epoch = []
+        if size >= units:  # one minibatch per epoch: row order does not matter
+            stats_per_epoch.append(policy.learn_on_tensors(tensors)["learner_stats"])
+            continue
+        order = rng.permutation(units)
         for start in range(0, units, size):
             idx = order[start : start + size]
             if len(idx) < size // 2 and start > 0:
