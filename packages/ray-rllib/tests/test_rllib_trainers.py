@@ -345,3 +345,21 @@ def test_unknown_algorithm_name_suggests_the_closest():
 
     with pytest.raises(ValueError, match="Did you mean 'PPO'"):
         get_agent_class("PPOO")
+
+
+def test_standalone_trainer_keeps_checkpoints_in_its_results_dir(tmp_path):
+    trainer = PPOTrainer(env="CartPole-v0", config=SMALL_PPO)
+    path = trainer.save()
+    trainer.stop()
+    assert path.startswith(str(tmp_path / "ray_results" / "PPO_CartPole-v0_"))
+    assert os.path.exists(path)
+
+
+def test_deprecated_names_resolve_with_a_warning():
+    import ray.rllib.evaluation as evaluation
+    import ray.rllib.policy as policy
+
+    with pytest.warns(DeprecationWarning, match="use ray.rllib.policy.Policy"):
+        assert policy.PolicyGraph is policy.Policy
+    with pytest.warns(DeprecationWarning, match="RolloutWorker"):
+        assert evaluation.PolicyEvaluator is evaluation.RolloutWorker

@@ -12,6 +12,7 @@ import collections
 import copy
 import logging
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -46,6 +47,8 @@ class Trainer(Trainable):
         if env is not None:
             config["env"] = env
         self._env_id = config.get("env")
+        if logger_creator is None:
+            logger_creator = _ResultsDirCreator(self._name, self._env_id)
         super().__init__(config, logger_creator)
 
     @classmethod
@@ -250,6 +253,30 @@ class Trainer(Trainable):
 
     def __repr__(self):
         return self._name
+
+
+class _ResultsDirCreator:
+    """Standalone trainers (not under Tune) keep checkpoints in a directory of their own,
+    ``~/ray_results/<Algo>_<env>_<date>`` (``$TUNE_RESULT_DIR`` moves the root), as in 0.7."""
+
+    def __init__(self, name, env):
+        env_name = env if isinstance(env, str) else getattr(env, "__name__", "env")
+        root = os.path.expanduser(os.environ.get("TUNE_RESULT_DIR", "~/ray_results"))
+        stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+        os.makedirs(root, exist_ok=True)
+        self.logdir = tempfile.mkdtemp(prefix=f"{name}_{env_name}_{stamp}", dir=root)
+
+    def __call__(self, config):
+        return self
+
+    def on_result(self, result):
+        pass
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
 
 
 def _unwrap_callbacks(callbacks: dict) -> dict:

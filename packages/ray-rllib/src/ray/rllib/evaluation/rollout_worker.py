@@ -231,10 +231,6 @@ class RolloutWorker(EvaluatorInterface):
             self.async_env.close()
 
 
-# Deprecated 0.6 name (FEATURES RL-022).
-PolicyEvaluator = RolloutWorker
-
-
 def _policy_specs(policy, env) -> dict:
     if isinstance(policy, dict):
         return {pid: spec for pid, spec in policy.items()}
@@ -246,4 +242,4 @@ def _policy_specs(policy, env) -> dict:
     return {DEFAULT_POLICY_ID: (policy, env.observation_space, env.action_space, {})}
 
 
-__all__ = ["EvaluatorInterface", "PolicyEvaluator", "RolloutWorker", "SampleBatch"]
+__all__ = ["EvaluatorInterface", "RolloutWorker", "SampleBatch"]
