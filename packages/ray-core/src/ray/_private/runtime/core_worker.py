@@ -8,6 +8,7 @@ every socket; user code runs on the main thread.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -94,6 +95,7 @@ class CoreWorker:
         self._blocked_depth = 0
         self._requested: set[bytes] = set()
         self._lineage: dict[bytes, PendingTask] = {}
+        self._decrefs: collections.deque = collections.deque()
         self._profile_events: list = []
         self.handlers = self._make_handlers()
         self.pushed_errors: list = []
@@ -115,6 +117,7 @@ class CoreWorker:
         self.actors = ActorManager(self)
         self.loop.call_later(config.task_events_flush_period_s, self._periodic_flush)
         gcs.subscribe_obj(keys.CHANNEL_NODES, self._on_node_event)
+        self.loop.call_later(0.01, self._periodic_drain)
 
     # -- wiring -------------------------------------------------------------------
     def _make_handlers(self):
@@ -251,7 +254,35 @@ class CoreWorker:
         self.refs.add_local(object_id, owner)
 
     def remove_local_ref(self, object_id: bytes) -> None:
-        self.refs.remove_local(object_id)
+        # Called from ObjectRef.__del__, i.e. whenever the garbage collector runs,
+        # possibly while this very thread holds one of our locks: only queue it
+        # (deque.append is atomic) and let _drain_decrefs do the work outside.
+        self._decrefs.append(object_id)
+
+    def _drain_decrefs(self) -> None:
+        queue = self._decrefs
+        while queue:
+            try:
+                item = queue.popleft()
+            except IndexError:
+                return
+            if type(item) is bytes:
+                self.refs.remove_local(item)
+            else:
+                item()
+
+    def defer(self, fn) -> None:
+        """Run ``fn`` soon, outside any lock (for __del__ hooks)."""
+        self._decrefs.append(fn)
+
+    def _periodic_drain(self) -> None:
+        if self.shutting_down:
+            return
+        try:
+            self._drain_decrefs()
+        except Exception:
+            logger.exception("releasing references failed")
+        self.loop.call_later(0.01, self._periodic_drain)
 
     def _on_ref_freed(self, object_id: bytes, owned: bool, owner) -> None:
         entry = self.memory_store.delete(object_id)
@@ -306,6 +337,7 @@ class CoreWorker:
                 "Calling ray.put on an ObjectRef is not allowed: the ref already names a "
                 "stored value. Put the value itself, or pass the ref around directly."
             )
+        self._drain_decrefs()  # free what the program dropped before allocating more
         object_id = self.ids.next_put_id(self.current_task_id)
         self.refs.add_owned(object_id)
         entry, contained = self._store(object_id, value)
@@ -413,6 +445,8 @@ class CoreWorker:
         return refs
 
     def submit_task(self, function_id, name, args, kwargs, opts) -> list[ObjectRef]:
+        if self._decrefs:
+            self._drain_decrefs()
         encoded, kw_names, deps, pinned = self.build_args(args, kwargs)
         task_id = self.ids.next_task_id()
         num_returns = opts.num_returns
@@ -673,7 +707,7 @@ class CoreWorker:
         self.actors.handle_created(actor_id)
 
     def actor_handle_deleted(self, actor_id):
-        self.actors.handle_deleted(actor_id)
+        self.defer(lambda: self.actors.handle_deleted(actor_id))
 
     def exit_actor(self):
         from ray._private.runtime.task_executor import ExitWorker
