@@ -15,6 +15,8 @@ import uuid
 from ray.rllib.env.base_env import _DUMMY_AGENT_ID, BaseEnv
 
 _ACTION_TIMEOUT_S = 60.0
+# Put in an episode's action queue when the sampler stops: the env thread exits quietly.
+_STOPPED = object()
 
 
 class ExternalEnv(threading.Thread):
@@ -72,6 +74,10 @@ class ExternalEnv(threading.Thread):
 ServingEnv = ExternalEnv
 
 
+class ExternalEnvStopped(Exception):
+    """Raised inside ``run()`` once the sampler has stopped; ends the env thread quietly."""
+
+
 class _ExternalEnvEpisode:
     def __init__(self, episode_id, results_avail, training_enabled):
         self.episode_id = episode_id
@@ -91,12 +97,18 @@ class _ExternalEnvEpisode:
     def log_action(self, observation, action):
         self.new_observation, self.new_action = observation, action
         self._send()
-        self.action_queue.get(True, timeout=_ACTION_TIMEOUT_S)
+        self._next_action()
 
     def wait_for_action(self, observation):
         self.new_observation = observation
         self._send()
-        return self.action_queue.get(True, timeout=_ACTION_TIMEOUT_S)
+        return self._next_action()
+
+    def _next_action(self):
+        action = self.action_queue.get(True, timeout=_ACTION_TIMEOUT_S)
+        if action is _STOPPED:
+            raise ExternalEnvStopped()
+        return action
 
     def done(self, observation):
         self.new_observation = observation
@@ -124,8 +136,15 @@ class _ExternalEnvToBaseEnv(BaseEnv):
         self.external_env = external_env
         self.action_space = external_env.action_space
         self.observation_space = external_env.observation_space
-        if not external_env.is_alive():
-            external_env.start()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"{type(external_env).__name__}.run")
+        self._thread.start()
+
+    def _run(self):
+        try:
+            self.external_env.run()
+        except ExternalEnvStopped:
+            pass
 
     def poll(self):
         with self.external_env._results_avail:
@@ -133,7 +152,7 @@ class _ExternalEnvToBaseEnv(BaseEnv):
             while not results[0]:
                 self.external_env._results_avail.wait(timeout=1.0)
                 results = self._poll()
-                if not self.external_env.is_alive():
+                if not self._thread.is_alive():
                     raise RuntimeError("the ExternalEnv's run() thread has exited")
         return results
 
@@ -152,6 +171,13 @@ class _ExternalEnvToBaseEnv(BaseEnv):
             if "off_policy_action" in data:
                 off_policy[eid] = {_DUMMY_AGENT_ID: data["off_policy_action"]}
         return obs, rewards, dones, infos, off_policy
+
+    def stop(self):
+        for episode in list(self.external_env._episodes.values()):
+            try:
+                episode.action_queue.put_nowait(_STOPPED)
+            except queue.Full:
+                pass
 
     def send_actions(self, action_dict):
         for eid, actions in action_dict.items():

@@ -229,6 +229,8 @@ class RolloutWorker(EvaluatorInterface):
         self.sampler.stop()
         if hasattr(self.async_env, "close"):
             self.async_env.close()
+        if hasattr(self.async_env, "stop"):
+            self.async_env.stop()
 
 
 def _policy_specs(policy, env) -> dict:
