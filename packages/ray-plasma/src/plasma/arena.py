@@ -80,6 +80,15 @@ def mapping_address(mapped: mmap.mmap) -> int:
         del view
 
 
+def prefault_nice() -> int:
+    """Nice value of the background pre-fault threads (``PLASMA_PREFAULT_NICE``, default 0):
+    an embedder that starts other processes at the same time lowers their priority."""
+    try:
+        return int(os.environ.get("PLASMA_PREFAULT_NICE", "0"))
+    except ValueError:
+        return 0
+
+
 def prefault_limit(env_var: str) -> int | None:
     """Bytes to pre-fault from the start of the arena, from ``env_var`` (unset: all).
 

@@ -83,6 +83,7 @@ class PlasmaClient:
             self._arena_address,
             arena_size,
             arena.prefault_limit("PLASMA_CLIENT_PREFAULT_BYTES"),
+            nice=arena.prefault_nice(),
         ).start()
         self._lock = threading.Lock()
         self._cond = threading.Condition(threading.Lock())

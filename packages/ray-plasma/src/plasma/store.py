@@ -140,7 +140,8 @@ class PlasmaStore:
         if self._prefault:
             address = arena.mapping_address(self._mm)
             self._prefaulter = arena.Prefaulter(
-                address, self._arena_size, arena.prefault_limit("PLASMA_PREFAULT_BYTES")
+                address, self._arena_size, arena.prefault_limit("PLASMA_PREFAULT_BYTES"),
+                nice=arena.prefault_nice(),
             ).start()
 
     async def start(self, socket_path: str, *, wait_prefault: bool = False) -> None:

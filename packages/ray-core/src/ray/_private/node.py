@@ -130,7 +130,8 @@ class NodeProcesses:
 
     def start_redis(self, *, host: str, port: int | None, password: str | None,
                     max_memory: int | None = None, max_clients: int | None = None,
-                    name: str = "redis", persist_dir: str | None = None) -> str:
+                    name: str = "redis", persist_dir: str | None = None,
+                    wait: bool = True) -> str:
         port = port or free_port(host if host != "0.0.0.0" else "127.0.0.1")
         cmd = [find_redis_server(), "--port", str(port), "--bind", host, "--save", "",
                "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"]
@@ -151,7 +152,8 @@ class NodeProcesses:
             )
         self.procs.append((name, proc))
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-        self._wait_port(connect_host, port, proc, name)
+        if wait:
+            self._wait_port(connect_host, port, proc, name)
         self._write_pids()
         return f"{connect_host}:{port}"
 
@@ -200,6 +202,8 @@ class NodeProcesses:
         env = dict(os.environ)
         env["RAY_CONFIG_JSON"] = config_to_json(config)
         env.setdefault("PLASMA_PREFAULT_BYTES", str(config.object_store_prefault_bytes))
+        # Pre-faulting yields the CPU to the worker zygote and the driver starting now.
+        env.setdefault("PLASMA_PREFAULT_NICE", "15")
         with self._log(f"raylet-{node_id[:8]}.out") as out:
             proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
