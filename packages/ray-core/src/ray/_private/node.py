@@ -133,7 +133,9 @@ class NodeProcesses:
                     name: str = "redis", persist_dir: str | None = None,
                     wait: bool = True) -> str:
         port = port or free_port(host if host != "0.0.0.0" else "127.0.0.1")
-        cmd = [find_redis_server(), "--port", str(port), "--bind", host, "--save", "",
+        # Bind loopback too, so `ray.init(redis_address="localhost:6379")` works on the head.
+        bind = [host] if host in ("127.0.0.1", "0.0.0.0") else [host, "127.0.0.1"]
+        cmd = [find_redis_server(), "--port", str(port), "--bind", *bind, "--save", "",
                "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"]
         if persist_dir:
             cmd += ["--appendonly", "yes", "--dir", persist_dir]
@@ -262,6 +264,23 @@ class NodeProcesses:
         with open(path + ".tmp", "w") as f:
             json.dump(existing, f)
         os.replace(path + ".tmp", path)
+
+    def start_monitor(self, *, gcs_address: str, config_path: str) -> bool:
+        """The autoscaler's monitor on the head (needs ray-autoscaler installed)."""
+        import importlib.util
+
+        if importlib.util.find_spec("ray.autoscaler") is None:
+            return False
+        cmd = [sys.executable, "-m", "ray.autoscaler.monitor",
+               "--autoscaling-config", os.path.expanduser(config_path),
+               "--redis-address", gcs_address,
+               "--log-file", os.path.join(self.session_dir, "logs", "monitor.log")]
+        with self._log("monitor.out") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, preexec_fn=os.setsid)
+        self.procs.append(("monitor", proc))
+        self._write_pids()
+        return True
 
     def kill_all(self, timeout_s: float = 5.0) -> None:
         for _name, proc in reversed(self.procs):

@@ -129,6 +129,11 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
     except Exception as exc:
         procs.kill_all()
         raise click.ClickException(str(exc)) from None
+    if head and autoscaling_config:
+        if not procs.start_monitor(gcs_address=address, config_path=autoscaling_config):
+            click.echo("warning: --autoscaling-config given but ray-autoscaler is not "
+                       "installed (pip install packages/ray-autoscaler); no autoscaling.",
+                       err=True)
     root = temp_dir or node_mod.DEFAULT_TEMP_DIR
     with open(os.path.join(root, "ray_current_cluster"), "w") as f:
         f.write(address)
