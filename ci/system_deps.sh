@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian packages some test suites need (network namespaces, sshd, pssh, chromium).
+# Debian packages some test suites need (network namespaces, sshd, rsync).
 # Idempotent and quick when everything is present; skipped when not root.
 set -euo pipefail
 need=()
@@ -7,8 +7,7 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
-command -v parallel-ssh >/dev/null 2>&1 || need+=(pssh)
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
 fi
