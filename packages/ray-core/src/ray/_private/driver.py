@@ -105,6 +105,7 @@ def _start_embedded(kwargs, config, password):
     import threading
 
     threading.Thread(target=importlib.import_module, args=("redis",), daemon=True).start()
+    resources = _node_resources(kwargs)  # validate before starting anything
     session_dir = node_mod.new_session_dir(kwargs.get("temp_dir") or kwargs.get("_temp_dir"))
     procs = node_mod.NodeProcesses(session_dir, owned_by_driver=True)
     node_ip = kwargs.get("node_ip_address") or "127.0.0.1"
@@ -115,7 +116,6 @@ def _start_embedded(kwargs, config, password):
             max_clients=kwargs.get("redis_max_clients"),
             wait=False,  # the raylet (started right away) waits for it
         )
-        resources = _node_resources(kwargs)
         store_bytes = kwargs.get("object_store_memory") or node_mod.default_object_store_memory(
             config
         )
@@ -133,7 +133,19 @@ def _start_embedded(kwargs, config, password):
     return procs, node_info, gcs_address
 
 
+def _check_number(name, value, minimum=0):
+    if value is None:
+        return
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"ray.init({name}=...) must be a number >= {minimum}, got {value!r}")
+
+
 def _node_resources(kwargs) -> dict:
+    for name in ("num_cpus", "num_gpus", "num_workers"):
+        _check_number(name, kwargs.get(name))
+    _check_number("object_store_memory", kwargs.get("object_store_memory"), 16 * 1024**2)
+    for name, value in (kwargs.get("resources") or {}).items():
+        _check_number(f"resources[{name!r}]", value)
     num_cpus = kwargs.get("num_cpus")
     if num_cpus is None:
         num_cpus = kwargs.get("num_workers") or os.cpu_count() or 1
