@@ -51,6 +51,8 @@ def main():
 
     ray.get(noop.remote())
     results["init_to_first_result_s"] = time.perf_counter() - t0
+    time.sleep(1.0)
+    results["idle_cluster_private_mb"] = _cluster_private_mb()
     results["ray_version"] = getattr(ray, "__version__", "?")
     ray.get([noop.remote() for _ in range(200)])  # warm up leases
 
@@ -125,6 +127,25 @@ def main():
 
     ray.shutdown()
     print(json.dumps(results, indent=2))
+
+
+def _cluster_private_mb() -> float:
+    """Private (anonymous) memory of every process the driver started, in MB.
+
+    Shared-memory object store pages are left out on both sides: ours pre-faults
+    part of its arena on purpose (see docs/architecture.md)."""
+    import psutil
+
+    total_kb = 0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            with open(f"/proc/{proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("RssAnon:"):
+                        total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024
 
 
 def _accepts_dashboard():
