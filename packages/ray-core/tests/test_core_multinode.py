@@ -103,3 +103,39 @@ def test_node_death_is_detected_and_tasks_retry_elsewhere(cluster):
             break
         time.sleep(0.2)
     assert sum(not n["Alive"] for n in ray.nodes()) == 1
+
+
+def test_detached_named_actor_outlives_its_driver(cluster):
+    ray.init(address=cluster.address)
+
+    @ray.remote
+    class Keeper:
+        def __init__(self):
+            self.value = 0
+
+        def add(self, n):
+            self.value += n
+            return self.value
+
+    keeper = Keeper.options(name="keeper", lifetime="detached").remote()
+    assert ray.get(keeper.add.remote(5)) == 5
+    ray.shutdown()
+
+    ray.init(address=cluster.address)
+    again = ray.get_actor("keeper")
+    assert ray.get(again.add.remote(1)) == 6
+    ray.kill(again)
+
+
+def test_several_drivers_share_one_cluster(cluster):
+    import subprocess
+    import sys
+
+    code = (
+        f"import ray; ray.init(address={cluster.address!r})\n"
+        "@ray.remote\ndef f(x): return x + 1\n"
+        "print(sum(ray.get([f.remote(i) for i in range(10)])))\n"
+    )
+    procs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120) for _ in range(2)]
+    assert [p.stdout.strip() for p in procs] == ["55", "55"], [p.stderr for p in procs]

@@ -162,6 +162,12 @@ class NodeManager:
         worker = peer.context.get("worker")
         if worker is not None:
             self._worker_gone(worker, "disconnected")
+        job_id = peer.context.get("driver")
+        if job_id is not None:  # the job is over: its idle workers have nothing to do
+            for w in list(self.pool.workers.values()):
+                if w.state == IDLE and w.job_id == job_id:
+                    self.pool.kill(w, signal.SIGTERM)
+                    self.pool.remove(w)
         # Leases held by this peer (a driver or worker that owned tasks) die with it.
         for w in list(self.pool.workers.values()):
             lease = w.lease
@@ -185,10 +191,12 @@ class NodeManager:
         self._apply(self.scheduler.dispatch())
 
     # -- leases ---------------------------------------------------------------------
-    def h_request_lease(self, peer, shape, job_id, is_actor, spilled, owner_address):
+    def h_request_lease(self, peer, shape, job_id, is_actor, spilled, owner_address,
+                        detached=False):
         self._req_ids += 1
         rid = self._req_ids
-        req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(spilled))
+        req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(detached),
+                           bool(spilled))
         deferred = Deferred()
         self.pending[rid] = (req, deferred, peer)
         decisions = self.scheduler.submit(req)
@@ -248,6 +256,7 @@ class NodeManager:
             worker.state = LEASED
             worker.job_id = grant.request.job_id
             worker.is_actor = grant.request.is_actor
+            worker.detached = grant.request.detached
             worker.lease = {"allocation": grant.allocation, "owner_peer": peer, "lent": 0}
             deferred.resolve({
                 "worker_id": worker.worker_id,
@@ -262,7 +271,10 @@ class NodeManager:
         if self._stopping:
             return
         starting = self.pool.count(STARTING)
-        idle = self.pool.count(IDLE)
+        jobs = {grant.request.job_id for grant, _, _ in self.waiting_for_worker}
+        # Idle workers bound to another job cannot serve these grants.
+        idle = sum(1 for w in self.pool.workers.values()
+                   if w.state == IDLE and (w.job_id is None or w.job_id in jobs))
         needed = len(self.waiting_for_worker) - starting - idle
         for _ in range(max(0, needed)):
             self.pool.start_worker()

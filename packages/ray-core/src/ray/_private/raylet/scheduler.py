@@ -20,6 +20,7 @@ class LeaseRequest:
     shape: dict[str, float]
     job_id: bytes = b""
     is_actor: bool = False
+    detached: bool = False  # a detached actor outlives the driver that created it
     # A request that already bounced once is granted or queued here, never re-spilled,
     # so two nodes with stale views of each other cannot ping-pong it forever.
     spilled: bool = False

@@ -165,6 +165,7 @@ class ActorManager:
         core = self.core
         fut = raylet.call(
             "request_lease", owned.shape, core.job_id_bytes, True, spilled, core.address,
+            owned.opts.lifetime == "detached",
         )
 
         def on_reply(f):
