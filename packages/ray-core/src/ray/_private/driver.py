@@ -180,8 +180,10 @@ def _local_node_from_gcs(gcs, node_ip):
     if not nodes:
         raise RayConnectionError("The cluster has no live nodes; start one with `ray start`.")
     candidates = [n for n in nodes.values() if os.path.exists(n["raylet_socket"])]
-    if node_ip:
-        candidates = [n for n in candidates if n["node_ip"] == node_ip] or candidates
+    # Several nodes may share a filesystem (network-namespace hosts, containers):
+    # prefer the one with this machine's address.
+    node_ip = node_ip or node_mod.get_node_ip_address()
+    candidates = [n for n in candidates if n["node_ip"] == node_ip] or candidates
     if not candidates:
         raise RayConnectionError(
             "No ray node is running on this machine: a driver connects through its local "

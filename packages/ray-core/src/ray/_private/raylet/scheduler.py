@@ -68,6 +68,7 @@ class LeaseScheduler:
         if not req.spilled:
             target = self._node_with_available(req.shape)
             if target is not None:
+                self._reserve_remote(target, req.shape)
                 return [Spillback(req, target)]
         if self.resources.feasible(req.shape):
             self.queue.append(req)
@@ -112,14 +113,18 @@ class LeaseScheduler:
                     target = self._node_feasible(req.shape)
                 if target is not None:
                     decisions.append(Spillback(req, target))
-                    # Count it against the remote node so we do not flood it.
-                    node = self.remote[target]
-                    for k, v in req.shape.items():
-                        node.available[k] = node.available.get(k, 0) - v
+                    self._reserve_remote(target, req.shape)
                     continue
             remaining.append(req)
         self.queue = remaining
         return decisions
+
+    def _reserve_remote(self, node_id: str, shape) -> None:
+        """Count a spilled request against our view of that node until its next
+        heartbeat, so a burst of requests spreads over nodes instead of flooding one."""
+        node = self.remote[node_id]
+        for k, v in shape.items():
+            node.available[k] = node.available.get(k, 0) - v
 
     # -- queries -------------------------------------------------------------
     def _node_with_available(self, shape) -> str | None:
