@@ -114,3 +114,18 @@ def test_tune_runs_trainers_by_name_with_a_grid_search(cluster):
     assert len(trials) == 2
     assert sorted(t.last_result["config"]["lr"] for t in trials) == [0.001, 0.01]
     assert all(t.last_result["timesteps_total"] >= 200 for t in trials)
+
+
+def test_ignore_worker_failures_keeps_training_without_the_dead_worker(cluster):
+    trainer = PPOTrainer(env="CartPole-v0", config={
+        "num_workers": 2, "train_batch_size": 200, "sample_batch_size": 50,
+        "sgd_minibatch_size": 100, "num_sgd_iter": 1, "ignore_worker_failures": True,
+        "model": {"fcnet_hiddens": [8]}})
+    try:
+        trainer.train()
+        ray.kill(trainer.workers.remote_workers()[0])
+        result = trainer.train()
+        assert result["num_healthy_workers"] == 1
+        assert trainer.train()["timesteps_total"] >= 600
+    finally:
+        trainer.stop()

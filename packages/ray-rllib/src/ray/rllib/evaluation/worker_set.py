@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import copy
+import logging
 
 import ray
+from ray.exceptions import RayActorError
 from ray.rllib.evaluation.rollout_worker import RolloutWorker
+
+logger = logging.getLogger(__name__)
 
 
 class WorkerSet:
@@ -49,6 +53,24 @@ class WorkerSet:
             self._make_worker(create, self._env_creator, self._policy, i)
             for i in range(start, start + num_workers)
         )
+
+    def gather(self, refs: list) -> list:
+        """``ray.get`` one result per remote worker; with ``ignore_worker_failures``, workers
+        that died are dropped (and their results skipped) instead of failing the step."""
+        if not self._config.get("ignore_worker_failures"):
+            return ray.get(refs)
+        results, alive = [], []
+        for worker, ref in zip(self._remote_workers, refs):
+            try:
+                results.append(ray.get(ref))
+                alive.append(worker)
+            except RayActorError:
+                logger.warning("a rollout worker died; continuing without it "
+                               "(ignore_worker_failures=True)")
+        self._remote_workers = alive
+        if not alive:
+            raise RuntimeError("every rollout worker has died")
+        return results
 
     def sync_weights(self) -> None:
         """Broadcast the local worker's weights to every remote worker."""

@@ -12,10 +12,10 @@ from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, Sa
 def collect_samples(workers, min_steps: int):
     """Sample from all workers (remote ones in parallel) until ``min_steps`` env steps."""
     batches, steps = [], 0
-    remotes = workers.remote_workers()
     while steps < max(min_steps, 1):
+        remotes = workers.remote_workers()
         if remotes:
-            new = ray.get([w.sample.remote() for w in remotes])
+            new = workers.gather([w.sample.remote() for w in remotes])
         else:
             new = [workers.local_worker().sample()]
         batches.extend(new)
