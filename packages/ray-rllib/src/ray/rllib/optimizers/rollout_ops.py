@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-import ray
 from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 
 
