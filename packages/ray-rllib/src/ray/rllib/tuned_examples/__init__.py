@@ -1,0 +1,1 @@
+"""Tuned hyperparameter files: ``rllib train -f <this dir>/cartpole-ppo.yaml``."""
