@@ -290,12 +290,9 @@ def test_ray_up_starts_a_real_cluster_a_submitted_script_sees_every_node_and_dow
         min_workers=2,
         head_start_ray_commands=[
             "ray stop",
+            # ray-core's `ray start --head --autoscaling-config` starts the monitor.
             "ray start --head --port=6379 --num-cpus=1"
-            " --autoscaling-config=~/ray_bootstrap_config.yaml",
-            # ray-core does not start the monitor yet (nor publish load): start it here.
-            f"nohup python -m ray.autoscaler.monitor --autoscaling-config ~/ray_bootstrap_config.yaml"
-            f" --load-file {tmp_path / 'load.json'} --interval-s 0.5 --log-file ~/monitor.log"
-            " > /dev/null 2>&1 < /dev/null &",
+            " --autoscaling-config=$HOME/ray_bootstrap_config.yaml",
         ],
         worker_start_ray_commands=[
             "ray stop",
