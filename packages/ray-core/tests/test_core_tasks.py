@@ -279,7 +279,7 @@ def test_worker_output_is_streamed_to_the_driver(capfd):
     while time.time() < deadline and "hello from a worker" not in seen:
         time.sleep(0.1)
         seen += capfd.readouterr().out
-    assert f"(pid={pid}" in seen and "hello from a worker" in seen
+    assert f"(ray::talk pid={pid}" in seen and "hello from a worker" in seen
 
 
 def test_cluster_resources_and_nodes():

@@ -194,7 +194,8 @@ def _local_node_from_gcs(gcs, node_ip):
 
 def _subscribe_output(core):
     def on_logs(_channel, msg):
-        prefix = f"(pid={msg['pid']}, ip={msg['ip']})"
+        name = msg.get("name") or ""
+        prefix = f"({name + ' ' if name.startswith('ray::') else ''}pid={msg['pid']}, ip={msg['ip']})"
         for is_err, line in msg["lines"]:
             stream = sys.stderr if is_err else sys.stdout
             try:

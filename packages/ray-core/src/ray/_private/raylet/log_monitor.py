@@ -34,5 +34,15 @@ def publish_new_lines(node) -> None:
         if lines:
             node.gcs.publish_obj(
                 keys.channel_logs(worker.job_id.hex()),
-                {"pid": worker.pid, "ip": node.node_ip, "lines": lines},
+                {"pid": worker.pid, "ip": node.node_ip, "lines": lines,
+                 "name": _process_title(worker.pid)},
             )
+
+
+def _process_title(pid) -> str:
+    """What the worker runs (``ray::f`` or ``ray::ClassName``), from its process title."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return ""

@@ -23,6 +23,7 @@ from ray._private.runtime.task_submitter import (
     KIND,
     KIND_ACTOR_CREATION,
     KIND_ACTOR_METHOD,
+    KIND_NORMAL,
     KWARG_NAMES,
     METHOD,
     NAME,
@@ -33,6 +34,11 @@ from ray._private.runtime.task_submitter import (
     TASK_ID,
 )
 from ray.exceptions import RayTaskError
+
+try:
+    from setproctitle import setproctitle as _setproctitle
+except ImportError:  # pragma: no cover - optional
+    _setproctitle = None
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +63,7 @@ class TaskExecutor:
         self.checkpoint_state = None
         self.exit_requested = False
         self._visible_gpus = None
+        self._title = None
 
     def push(self, peer, specs) -> None:
         self.queue.put((peer, specs))
@@ -128,6 +135,8 @@ class TaskExecutor:
         if spec[JOB] != core.job_hex:
             core.bind_job(spec[JOB])
         ctx = [time.perf_counter(), spec[NAME]]
+        if spec[KIND] == KIND_NORMAL and spec[NAME] != self._title:
+            self._set_title(spec[NAME])
         core.current_task_id = spec[TASK_ID]
         if spec[KIND] != KIND_ACTOR_METHOD:  # an actor keeps what its creation leased
             self._set_resource_ids(spec[RESOURCE_IDS])
@@ -259,6 +268,12 @@ class TaskExecutor:
             signal.send_error(core, source.hex(), err)
         except Exception:
             logger.debug("could not record an error signal", exc_info=True)
+
+    def _set_title(self, name: str) -> None:
+        """Show the running function in ps and in log prefixes (ray::module.f)."""
+        self._title = name
+        if _setproctitle is not None:
+            _setproctitle(f"ray::{name.rsplit('.', 1)[-1]}")
 
     def _set_resource_ids(self, resource_ids) -> None:
         self.core.resource_ids = resource_ids or {}
