@@ -8,7 +8,9 @@ ci/install.sh --test
 ci/system_deps.sh
 export PYTHONHASHSEED=0 OMP_NUM_THREADS=1
 if [ "$#" -eq 0 ]; then
-  set -- -m "not docker and not gpu"
+  # The default run: everything but image builds, GPU tests and the full RL
+  # learning bars (those run from benchmarks/ or with `ci/test.sh -m learning`).
+  set -- -m "not docker and not gpu and not (learning and slow)" --durations=30
 fi
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"
