@@ -137,6 +137,15 @@ class Trainer(Trainable):
             info=dict(learner, learner=learner, num_steps_sampled=self.steps_sampled,
                       num_steps_trained=self.steps_trained),
         )
+        # Ray 2.x reports episode metrics under "env_runners" (and calls rewards returns).
+        result["env_runners"] = {
+            "episode_return_mean": result["episode_reward_mean"],
+            "episode_return_min": result["episode_reward_min"],
+            "episode_return_max": result["episode_reward_max"],
+            "episode_reward_mean": result["episode_reward_mean"],
+            "episode_len_mean": result["episode_len_mean"],
+            "num_episodes": result["episodes_this_iter"],
+        }
         if self.evaluation_workers is not None and \
                 (self._iteration + 1) % self.config["evaluation_interval"] == 0:
             result["evaluation"] = self._evaluate()

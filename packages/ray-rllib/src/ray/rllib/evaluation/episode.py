@@ -19,6 +19,16 @@ class RolloutMetrics(NamedTuple):
     perf_stats: dict
 
 
+def _call_mapping_fn(fn, agent_id, episode):
+    """0.7 mapping functions take ``(agent_id)``; Ray 2.x ones ``(agent_id, episode, worker)``."""
+    try:
+        return fn(agent_id)
+    except TypeError as error:
+        if "positional argument" not in str(error):
+            raise
+        return fn(agent_id, episode, worker=None)
+
+
 class MultiAgentEpisode:
     """State of one running episode (also used for single-agent envs: one agent).
 
@@ -61,7 +71,8 @@ class MultiAgentEpisode:
     def policy_for(self, agent_id=_DUMMY_AGENT_ID):
         """The policy id this agent is bound to (chosen on its first appearance)."""
         if agent_id not in self._agent_to_policy:
-            self._agent_to_policy[agent_id] = self._policy_mapping_fn(agent_id)
+            self._agent_to_policy[agent_id] = _call_mapping_fn(
+                self._policy_mapping_fn, agent_id, self)
         return self._agent_to_policy[agent_id]
 
     def last_observation_for(self, agent_id=_DUMMY_AGENT_ID):

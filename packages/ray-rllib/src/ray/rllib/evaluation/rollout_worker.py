@@ -235,7 +235,11 @@ class RolloutWorker(EvaluatorInterface):
 
 def _policy_specs(policy, env) -> dict:
     if isinstance(policy, dict):
-        return {pid: spec for pid, spec in policy.items()}
+        # A spec may leave the spaces out (Ray 2.x style): take the env's.
+        return {
+            pid: (cls, obs or env.observation_space, act or env.action_space, conf)
+            for pid, (cls, obs, act, conf) in policy.items()
+        }
     if not hasattr(env, "observation_space") or env.observation_space is None:
         raise ValueError(
             "the env has no observation_space/action_space: multi-agent envs need "
