@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 
 import gymnasium as gym
 
@@ -40,7 +41,11 @@ def resolve_env_id(env_id: str) -> str:
 
 
 def make_gym_env(env_id: str, **kwargs) -> gym.Env:
-    return gym.make(resolve_env_id(env_id), **kwargs)
+    # Old ids such as CartPole-v0 are what the 0.7 docs use: do not warn about them
+    # at every env copy of every worker.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is out of date", category=DeprecationWarning)
+        return gym.make(resolve_env_id(env_id), **kwargs)
 
 
 class OldGymAdapter(gym.Env):

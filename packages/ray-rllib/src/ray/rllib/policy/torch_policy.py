@@ -94,8 +94,10 @@ class TorchPolicy(Policy):
         if self._initial_state:
             max_len = self.config.get("model", {}).get("max_seq_len", 20)
             return chop_into_sequences(samples, max_len, len(self._initial_state))
+        # Batches fetched with ray.get are read-only views of shared memory; torch
+        # wants writable arrays, so those (only those) are copied.
         return {
-            key: torch.as_tensor(value)
+            key: torch.as_tensor(np.require(value, requirements="W"))
             for key, value in samples.items()
             if value.dtype.kind not in _NON_TENSOR_DTYPES
         }
@@ -143,7 +145,7 @@ class TorchPolicy(Policy):
     def apply_gradients(self, gradients) -> None:
         with self.lock:
             for grad, param in zip(gradients, self.model.parameters()):
-                param.grad = None if grad is None else torch.as_tensor(grad)
+                param.grad = None if grad is None else torch.tensor(grad)
             self._optimizer.step()
 
     def optimizer(self) -> torch.optim.Optimizer:
