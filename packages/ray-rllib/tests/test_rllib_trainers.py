@@ -82,9 +82,11 @@ def test_save_and_restore_round_trip(tmp_path):
     action = trainer.compute_action(obs, explore=False)
     trainer.stop()
 
+    kl_coeff = trainer.get_policy().kl_coeff
     restored = PPOTrainer(env="CartPole-v0", config=SMALL_PPO)
     restored.restore(path)
     try:
+        assert restored.get_policy().kl_coeff == kl_coeff
         for key, value in restored.get_policy().get_weights().items():
             np.testing.assert_array_equal(value, weights[key])
         assert restored.compute_action(obs, explore=False) == action

@@ -28,6 +28,13 @@ class KLCoeffMixin:
         self.kl_coeff = config.get("kl_coeff", 0.0)
         self.kl_target = config.get("kl_target", 0.01)
 
+    def get_state(self):
+        return dict(super().get_state(), kl_coeff=self.kl_coeff)
+
+    def set_state(self, state):
+        super().set_state(state)
+        self.kl_coeff = state.get("kl_coeff", self.kl_coeff)
+
     def update_kl(self, sampled_kl: float) -> float:
         if sampled_kl > 2.0 * self.kl_target:
             self.kl_coeff *= 1.5
