@@ -123,8 +123,10 @@ def test_pbt_exploits_through_the_object_store_with_time_multiplexing(ray_cluste
     )
     assert all(t.status == Trial.TERMINATED for t in trials)
     assert pbt._num_perturbations >= 1
-    # A cloned trial continues from its source's state: far above what lr=0.1 gives.
-    assert min(t.last_result["score"] for t in trials) > 8 * 0.2 + 0.5
+    # The bottom trial was cloned and continued from its source's state: every trial
+    # ends above what lr=0.1 alone reaches (which of the others PBT also picked
+    # depends on the order results arrive in, so that is not asserted).
+    assert min(t.last_result["score"] for t in trials) > 8 * 0.1 + 0.5
 
 
 def test_client_lists_gets_adds_and_stops_trials(ray_cluster, tmp_path):
