@@ -68,10 +68,10 @@ class Trainer(Trainable):
         self.config["callbacks"] = _unwrap_callbacks(self.config["callbacks"])
         if self.config.get("log_level"):
             logging.getLogger("ray.rllib").setLevel(self.config["log_level"])
-        if self.config["input"] != "sampler" or self.config["output"] is not None:
+        if self.config["input"] != "sampler":
             raise NotImplementedError(
-                "offline input/output is not supported by this RLlib: use input='sampler' "
-                "and output=None"
+                "offline input is not supported by this RLlib: use input='sampler' (the "
+                "output API, e.g. output='/tmp/out', is)"
             )
         # The driver asked for num_cpus_for_driver CPUs: more intra-op threads than
         # that only contend with the workers (and, for small MLPs, with each other).

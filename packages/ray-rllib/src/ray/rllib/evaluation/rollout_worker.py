@@ -21,6 +21,7 @@ from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.env.vector_env import VectorEnv
 from ray.rllib.evaluation.sampler import AsyncSampler, SyncSampler
 from ray.rllib.models.catalog import MODEL_DEFAULTS, ModelCatalog
+from ray.rllib.offline.io_context import IOContext
 from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from ray.rllib.utils.filter import get_filter
 from ray.rllib.utils.merge import merge_dicts
@@ -109,6 +110,9 @@ class RolloutWorker(EvaluatorInterface):
             self.async_env = self.env
         else:
             self.async_env = VectorEnv.wrap(make_env, [self.env], num_envs, seed=env_seed)
+        self.output_writer = output_creator(
+            IOContext(log_dir, self.policy_config, worker_index, self)
+        ) if output_creator else None
         sampler_cls = AsyncSampler if sample_async else SyncSampler
         self.sampler = sampler_cls(
             self.async_env, self.policy_map, self.policy_mapping_fn, self.preprocessors,
@@ -122,6 +126,8 @@ class RolloutWorker(EvaluatorInterface):
         batch = self.sampler.get_data()
         if self.callbacks.get("on_sample_end"):
             self.callbacks["on_sample_end"]({"worker": self, "samples": batch})
+        if self.output_writer is not None:
+            self.output_writer.write(batch)
         return batch
 
     def sample_with_count(self):
@@ -227,6 +233,8 @@ class RolloutWorker(EvaluatorInterface):
 
     def stop(self) -> None:
         self.sampler.stop()
+        if self.output_writer is not None and hasattr(self.output_writer, "close"):
+            self.output_writer.close()
         if hasattr(self.async_env, "close"):
             self.async_env.close()
         if hasattr(self.async_env, "stop"):

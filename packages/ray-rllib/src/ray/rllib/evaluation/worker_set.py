@@ -131,7 +131,27 @@ class WorkerSet:
             callbacks=config.get("callbacks"),
             soft_horizon=config.get("soft_horizon", False),
             seed=seed,
+            output_creator=_output_creator(config, self._logdir, worker_index),
         )
+
+
+def _output_creator(config: dict, logdir, worker_index: int):
+    """What the ``output`` key asks for: None, "logdir", a directory, or a function."""
+    output = config.get("output")
+    if output is None:
+        return None
+    if callable(output):
+        return output
+    path = logdir if output == "logdir" else output
+    max_size = config.get("output_max_file_size", 64 * 1024 * 1024)
+    columns = tuple(config.get("output_compress_columns", ["obs", "new_obs"]))
+
+    def create(_io_context=None):
+        from ray.rllib.offline.json_io import JsonWriter
+
+        return JsonWriter(path, max_size, columns, worker_index)
+
+    return create
 
 
 _WORKER_METHODS = (
