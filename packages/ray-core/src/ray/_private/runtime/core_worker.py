@@ -110,7 +110,6 @@ class CoreWorker:
             os.environ.setdefault(
                 "PLASMA_CLIENT_PREFAULT_BYTES", str(config.object_store_prefault_bytes)
             )
-            os.environ.setdefault("PLASMA_PREFAULT_NICE", "15")
         self.plasma = plasma.connect(node["plasma_socket"])
 
         from ray._private.runtime.actor_manager import ActorManager
