@@ -165,10 +165,10 @@ _WORKER_METHODS = (
 def _remote_worker_class():
     """The actor class for remote RolloutWorkers.
 
-    It is defined in a closure, so it travels by value and imports RolloutWorker
-    (and with it torch) only inside ``__init__``: a Ray actor class whose import
-    pulls in torch makes actor creation hang in this ray-core (see the package
-    README), while the same import inside a method is fine.
+    A proxy defined in a closure (so it travels by value) that re-registers the
+    driver's custom models before building the RolloutWorker. Importing
+    RolloutWorker (and torch) inside ``__init__`` also sidestepped a ray-core hang,
+    since fixed, when an actor class's own module imported torch.
     """
 
     class RolloutWorkerActor:
