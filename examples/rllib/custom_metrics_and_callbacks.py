@@ -5,7 +5,6 @@ import argparse
 import numpy as np
 
 import ray
-import ray.rllib  # noqa: F401  (registers "PG" etc. with Tune)
 from ray import tune
 
 

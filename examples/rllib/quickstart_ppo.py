@@ -7,15 +7,7 @@ import argparse
 
 import ray
 import ray.rllib.agents.ppo as ppo
-
-try:
-    from ray.tune.logger import pretty_print
-except ImportError:  # older ray-tune builds: fall back to YAML, which is what it prints
-    import yaml
-
-    def pretty_print(result):
-        return yaml.safe_dump({k: v for k, v in result.items() if k != "config"},
-                              default_flow_style=False)
+from ray.tune.logger import pretty_print
 
 
 def main(iterations: int = 3, num_workers: int = 1) -> dict:
