@@ -96,9 +96,10 @@ def test_custom_models_registered_in_the_driver_work_in_workers(cluster):
 
 
 @pytest.mark.timeout(300)
-def test_tune_runs_trainers_by_name_with_a_grid_search(cluster):
+def test_tune_runs_trainers_by_name_with_a_grid_search(cluster, tmp_path):
     trials = tune.run(
         "PPO",
+        local_dir=str(tmp_path),
         stop={"training_iteration": 1},
         config={
             "env": "CartPole-v0",
