@@ -220,7 +220,8 @@ class TwoCartPoles(MultiAgentEnv):
 def test_multi_agent_training_reports_each_policy():
     register_env("rllib_test_two_cartpoles", lambda _: TwoCartPoles())
     env = TwoCartPoles()
-    trainer = PPOTrainer(env="rllib_test_two_cartpoles", config=dict(SMALL_PPO, multiagent={
+    trainer = PPOTrainer(env="rllib_test_two_cartpoles", config=dict(
+        SMALL_PPO, num_envs_per_worker=2, multiagent={
         "policies": {f"policy_{i}": (None, env.observation_space, env.action_space,
                                      {"gamma": 0.95 if i else 0.99}) for i in range(2)},
         "policy_mapping_fn": lambda agent_id: f"policy_{agent_id}",
