@@ -237,3 +237,32 @@ def test_build_trainer_with_a_custom_torch_policy():
         assert not np.array_equal(before, trainer.get_policy().get_weights()["logits.0.weight"])
     finally:
         trainer.stop()
+
+
+def test_horizon_cuts_episodes_and_clip_rewards_takes_the_sign():
+    trainer = PGTrainer(env="Pendulum-v1", config={
+        "horizon": 10, "clip_rewards": True, "train_batch_size": 100})
+    try:
+        batch = trainer.workers.local_worker().sample()
+        assert set(np.unique(batch["rewards"])) <= {-1.0, 0.0, 1.0}
+        result = trainer.train()
+        assert result["episode_len_mean"] == 10
+        assert result["episode_reward_mean"] < -10  # metrics report the unclipped rewards
+    finally:
+        trainer.stop()
+
+
+def test_soft_horizon_reports_episodes_without_resetting_the_env():
+    trainer = PGTrainer(env="CartPole-v1", config={
+        "horizon": 5, "soft_horizon": True, "train_batch_size": 50, "seed": 0})
+    try:
+        batch = trainer.workers.local_worker().sample()
+        metrics = trainer.workers.local_worker().get_metrics()
+        assert metrics and all(m.episode_length <= 5 for m in metrics)
+        # The env was not reset at the horizon: every non-terminal step continues from
+        # where the previous one ended, also across the soft horizons.
+        for i in range(batch.count - 1):
+            if not batch["dones"][i]:
+                np.testing.assert_array_equal(batch["new_obs"][i], batch["obs"][i + 1])
+    finally:
+        trainer.stop()
