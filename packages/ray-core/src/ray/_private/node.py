@@ -176,6 +176,7 @@ class NodeProcesses:
                      redis_password: str | None, resources: dict, object_store_memory: int,
                      config: RayConfig, plasma_directory: str | None = None,
                      huge_pages: bool = False, node_manager_port: int = 0,
+                     object_manager_port: int = 0,
                      head: bool = False, raylet_socket: str | None = None,
                      plasma_socket: str | None = None, timeout_s: float = 30.0) -> dict:
         sockets = socket_dir(self.session_dir)
@@ -189,6 +190,7 @@ class NodeProcesses:
             "--plasma-socket", plasma_socket, "--resources", json.dumps(resources),
             "--object-store-memory", str(object_store_memory),
             "--node-manager-port", str(node_manager_port),
+            "--object-manager-port", str(object_manager_port or 0),
             "--config-json", config_to_json(config), "--ready-fd", str(write_fd),
         ]
         if redis_password:

@@ -123,7 +123,8 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
             redis_password=redis_password, resources=total,
             object_store_memory=int(store_bytes), config=config,
             plasma_directory=plasma_directory, huge_pages=huge_pages,
-            node_manager_port=node_manager_port or object_manager_port or 0, head=head,
+            node_manager_port=node_manager_port or 0,
+            object_manager_port=object_manager_port or 0, head=head,
             raylet_socket=raylet_socket_name, plasma_socket=plasma_store_socket_name,
         )
     except Exception as exc:

@@ -28,6 +28,7 @@ def parse_args(argv=None):
     p.add_argument("--plasma-directory", default=None)
     p.add_argument("--huge-pages", action="store_true")
     p.add_argument("--node-manager-port", type=int, default=0)
+    p.add_argument("--object-manager-port", type=int, default=0)
     p.add_argument("--owner-pid", type=int, default=0)
     p.add_argument("--head", action="store_true")
     p.add_argument("--config-json", default="{}")

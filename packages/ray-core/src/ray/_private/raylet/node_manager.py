@@ -94,6 +94,9 @@ class NodeManager:
             family=socket.AF_INET, reuse_address=True,
         )
         self.tcp_port = self.tcp_server.sockets[0].getsockname()[1]
+        from ray._private.raylet.object_manager import TransferServer
+
+        self.transfer = TransferServer(self, self.node_ip, self.args.object_manager_port or 0)
         self.pool.start_zygote()
         for _ in range(self.num_prestart):
             self.pool.start_worker()  # placeholders until the zygote is ready
@@ -109,7 +112,8 @@ class NodeManager:
             "node_ip": self.node_ip,
             "raylet_socket": self.args.raylet_socket,
             "raylet_port": self.tcp_port,
-            "object_manager_port": self.tcp_port,
+            "object_manager_port": self.transfer.port,
+            "object_transfer_port": self.transfer.port,
             "plasma_socket": self.args.plasma_socket,
             "session_dir": self.session_dir,
             "resources": self.resources.total_dict(),
@@ -479,6 +483,7 @@ class NodeManager:
         self.pool.stop_all()
         for server in (self.unix_server, self.tcp_server):
             server.close()
+        self.transfer.stop()
         if self.store is not None:
             await self.store.stop()
         try:

@@ -1,7 +1,11 @@
 """Node-to-node object transfer: pull an object from another raylet into the local store.
 
-The object is written straight into the local arena in chunks, with several
-chunk requests in flight so transfer overlaps with copying. Concurrent pulls of
+Each raylet runs a small transfer server (its ``object_manager_port``): a
+connection asks for one object id and gets back a header and the raw bytes,
+sent straight from the arena with ``sendall(memoryview)``; the puller
+``recv_into``\\ s them straight into a freshly created object in its own arena.
+No intermediate copies or message framing; socket I/O happens on helper
+threads, every store operation on the raylet's event loop. Concurrent pulls of
 one object share a single transfer.
 """
 
@@ -9,49 +13,134 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import struct
+import threading
 
-from ray._private import aio
 from ray._private.gcs import keys
 
 logger = logging.getLogger(__name__)
 
-_MAX_CHUNKS_IN_FLIGHT = 4
+_HEADER = struct.Struct("<QI")  # data size, metadata size
+_MISSING = 2**64 - 1
 
 
-async def _peer_for(node, node_id_hex: str):
-    peers = node.__dict__.setdefault("_om_peers", {})
-    peer = peers.get(node_id_hex)
-    if peer is not None and not peer.closed:
-        return peer
-    info = node.gcs.hget_obj(keys.NODES, node_id_hex)
-    if not info or not info.get("alive", True):
-        raise ConnectionError(f"node {node_id_hex[:8]} is not alive")
-    peer = await aio.open_connection((info["node_ip"], info["raylet_port"]), {}, "object-manager")
-    peers[node_id_hex] = peer
-    return peer
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        got = sock.recv(n - len(chunks))
+        if not got:
+            raise ConnectionError("transfer connection closed early")
+        chunks += got
+    return bytes(chunks)
+
+
+class TransferServer:
+    """Serves this node's objects to pulling raylets (one thread per connection)."""
+
+    def __init__(self, node, host: str, port: int = 0):
+        self.node = node
+        self.loop = asyncio.get_running_loop()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self._stopped = False
+        threading.Thread(target=self._accept_loop, name="object-transfer", daemon=True).start()
+
+    def _accept_loop(self):
+        while not self._stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _on_loop(self, fn, *args):
+        return asyncio.run_coroutine_threadsafe(_call(fn, *args), self.loop).result(30)
+
+    def _serve(self, conn: socket.socket):
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with conn:
+            try:
+                while True:
+                    try:
+                        object_id = _recv_exact(conn, 20)
+                    except ConnectionError:
+                        return
+                    got = self._on_loop(self.node.store.get_local, object_id)
+                    if got is None:
+                        conn.sendall(_HEADER.pack(_MISSING, 0))
+                        continue
+                    data, metadata = got
+                    try:
+                        conn.sendall(_HEADER.pack(len(data), len(metadata)) + metadata)
+                        conn.sendall(data)
+                    finally:
+                        del data
+                        self._on_loop(self.node.store.release_local, object_id)
+            except (OSError, ConnectionError) as exc:
+                logger.debug("transfer connection ended: %s", exc)
+
+    def stop(self):
+        self._stopped = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+async def _call(fn, *args):
+    return fn(*args)
+
+
+def _open(address, object_id: bytes):
+    sock = socket.create_connection(address, timeout=30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.sendall(object_id)
+    size, meta_len = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    if size == _MISSING:
+        sock.close()
+        return None
+    metadata = _recv_exact(sock, meta_len) if meta_len else b""
+    return sock, size, metadata
+
+
+def _receive(sock: socket.socket, buf: memoryview, size: int) -> None:
+    try:
+        view = buf.cast("B")
+        pos = 0
+        while pos < size:
+            n = sock.recv_into(view[pos:], min(size - pos, 1 << 24))
+            if n == 0:
+                raise ConnectionError("transfer connection closed early")
+            pos += n
+    finally:
+        sock.close()
 
 
 async def _transfer(node, object_id: bytes, node_id: bytes) -> None:
     if node.store.contains_local(object_id):
         return
-    peer = await _peer_for(node, node_id.hex())
-    info = await aio.wrap(peer.call("object_info", object_id))
-    if info is None:
+    info = node.gcs.hget_obj(keys.NODES, node_id.hex())
+    if not info or not info.get("alive", True):
+        raise ConnectionError(f"node {node_id.hex()[:8]} is not alive")
+    address = (info["node_ip"], info["object_transfer_port"])
+    loop = asyncio.get_running_loop()
+    opened = await loop.run_in_executor(None, _open, address, object_id)
+    if opened is None:
         raise KeyError(f"object {object_id.hex()} is not on node {node_id.hex()[:8]}")
-    size, metadata = info
+    sock, size, metadata = opened
     node._secondary.add(object_id)
-    buf = node.store.create_local(object_id, size, metadata)
-    chunk = node.config.object_transfer_chunk_bytes
     try:
-        offsets = list(range(0, size, chunk))
-        sem = asyncio.Semaphore(_MAX_CHUNKS_IN_FLIGHT)
-
-        async def fetch(offset):
-            async with sem:
-                data = await aio.wrap(peer.call("read_object_chunk", object_id, offset, chunk))
-                buf[offset:offset + len(data)] = data
-
-        await asyncio.gather(*(fetch(o) for o in offsets))
+        buf = node.store.create_local(object_id, size, metadata)
+    except BaseException:
+        sock.close()
+        node._secondary.discard(object_id)
+        raise
+    try:
+        await loop.run_in_executor(None, _receive, sock, buf, size)
     except BaseException:
         buf.release()
         node.store.abort_local(object_id)
