@@ -139,3 +139,22 @@ def test_several_drivers_share_one_cluster(cluster):
     procs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120) for _ in range(2)]
     assert [p.stdout.strip() for p in procs] == ["55", "55"], [p.stderr for p in procs]
+
+
+def test_redis_password_is_required_end_to_end():
+    c = Cluster()
+    c.add_node(num_cpus=1, redis_password="s3cret")
+    try:
+        with pytest.raises(ray.exceptions.RayConnectionError, match="password"):
+            ray.init(address=c.address, redis_password="wrong")
+        with pytest.raises(ray.exceptions.RayConnectionError, match="password"):
+            ray.init(address=c.address)
+        ray.init(address=c.address, redis_password="s3cret")
+
+        @ray.remote
+        def f():
+            return "in"
+
+        assert ray.get(f.remote()) == "in"
+    finally:
+        c.shutdown()
