@@ -248,3 +248,31 @@ def test_memory_is_freed_when_refs_drop(ray_start):
         ref = ray.put(np.ones(40 * 1024**2, dtype=np.uint8))  # 40 MB, store holds ~7
         assert ray.get(ref)[0] == 1
         del ref
+
+
+def test_redis_shards_hold_the_sharded_tables(ray_start):
+    import redis
+
+    from ray._private.gcs import keys
+
+    info = ray_start(num_redis_shards=2)
+
+    @ray.remote
+    def traced(i):
+        with ray.profile("sharded"):
+            return i
+
+    ray.get([traced.remote(i) for i in range(10)])
+    primary = redis.Redis.from_url(f"redis://{info['redis_address']}")
+    shards = json.loads(primary.get(keys.REDIS_SHARDS))
+    assert len(shards) == 2
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        in_shards = sum(redis.Redis.from_url(f"redis://{a}").llen(keys.PROFILE_EVENTS)
+                        for a in shards)
+        if in_shards and sum(e["name"] == "sharded" for e in ray.timeline()) == 10:
+            break
+        time.sleep(0.2)
+    assert in_shards > 0 and primary.llen(keys.PROFILE_EVENTS) == 0
+    assert sum(e["name"] == "sharded" for e in ray.timeline()) == 10
+    primary.close()

@@ -62,6 +62,10 @@ def start_driver(address, kwargs: dict, config):
         raise
     if node_info is None:
         node_info = _local_node_from_gcs(gcs, kwargs.get("node_ip_address"))
+    elif getattr(procs, "shard_addresses", None):
+        import json
+
+        gcs.set(keys.REDIS_SHARDS, json.dumps(procs.shard_addresses).encode())
     job_id = ids_mod.JobID.from_int(gcs.incr(keys.JOB_COUNTER))
     core = CoreWorker(
         mode=MODE_DRIVER, node=node_info, job_id=job_id, config=config, gcs=gcs,
@@ -116,6 +120,12 @@ def _start_embedded(kwargs, config, password):
             max_clients=kwargs.get("redis_max_clients"),
             wait=False,  # the raylet (started right away) waits for it
         )
+        procs.shard_addresses = [
+            procs.start_redis(host=node_ip, port=None, password=password,
+                              max_memory=kwargs.get("redis_max_memory"),
+                              name=f"redis-shard_{i}")
+            for i in range(int(kwargs.get("num_redis_shards") or 0))
+        ]
         store_bytes = kwargs.get("object_store_memory") or node_mod.default_object_store_memory(
             config
         )

@@ -13,7 +13,7 @@ from ray._private.gcs import keys
 def _events(rt) -> list:
     rt.flush_profile_events()
     out = []
-    for raw in rt.gcs.lrange(keys.PROFILE_EVENTS, 0, -1):
+    for raw in rt.gcs.sharded_lrange(keys.PROFILE_EVENTS):
         node_ip, worker_hex, events = msgpack.unpackb(raw, raw=False)
         for event_type, name, start, end, pid, extra in events:
             out.append({

@@ -77,6 +77,16 @@ class GcsClient(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    # sharded tables ------------------------------------------------------
+    # Append-heavy tables (profile events, error logs) spread over the extra Redis
+    # shards of `ray start --num-redis-shards`; one process writes to one shard, and
+    # readers concatenate all of them. Without shards these are rpush/lrange.
+    def sharded_rpush(self, key: str, value: bytes, *, max_len: int | None = None) -> None:
+        self.rpush(key, value, max_len=max_len)
+
+    def sharded_lrange(self, key: str) -> list[bytes]:
+        return self.lrange(key, 0, -1)
+
     # typed helpers -------------------------------------------------------
     def hset_obj(self, key: str, field: str, obj) -> None:
         self.hset(key, field, _pack(obj))
@@ -139,6 +149,41 @@ class RedisGcs(GcsClient):
         self._pubsub_thread = None
         self._callbacks: dict[str, Subscriber] = {}
         self._lock = threading.Lock()
+        self._shards = None  # loaded on first use
+        self._timeout_s = timeout_s
+
+    def _shard_clients(self) -> list:
+        if self._shards is None:
+            import json
+            import os
+
+            import redis
+
+            raw = self._redis.get(keys.REDIS_SHARDS)
+            addresses = json.loads(raw) if raw else []
+            clients = []
+            for address in addresses:
+                host, _, port = address.rpartition(":")
+                clients.append(redis.Redis(host=host, port=int(port), password=self._password,
+                                           socket_connect_timeout=self._timeout_s))
+            self._shards = clients
+            self._my_shard = clients[os.getpid() % len(clients)] if clients else None
+        return self._shards
+
+    def sharded_rpush(self, key, value, *, max_len=None):
+        if not self._shard_clients():
+            return self.rpush(key, value, max_len=max_len)
+        pipe = self._my_shard.pipeline(transaction=False)
+        pipe.rpush(key, value)
+        if max_len is not None:
+            pipe.ltrim(key, -max_len, -1)
+        pipe.execute()
+
+    def sharded_lrange(self, key):
+        out = list(self._redis.lrange(key, 0, -1))
+        for shard in self._shard_clients():
+            out.extend(shard.lrange(key, 0, -1))
+        return out
 
     def get(self, key):
         return self._redis.get(key)
@@ -233,6 +278,11 @@ class RedisGcs(GcsClient):
             self._redis.close()
         except Exception:
             pass
+        for shard in self._shards or ():
+            try:
+                shard.close()
+            except Exception:
+                pass
 
 
 class InMemoryGcs(GcsClient):

@@ -478,7 +478,7 @@ class CoreWorker:
 
     def report_task_error(self, name: str, traceback_str: str) -> None:
         try:
-            self.gcs.rpush(
+            self.gcs.sharded_rpush(
                 keys.errors(self.job_hex),
                 ser.serialize_error(RuntimeError(traceback_str)).data,
                 max_len=1000,
@@ -676,7 +676,7 @@ class CoreWorker:
         if events:
             import msgpack
 
-            self.gcs.rpush(
+            self.gcs.sharded_rpush(
                 keys.PROFILE_EVENTS,
                 msgpack.packb([self.node_ip, self.worker_id.hex(), events], use_bin_type=True),
                 max_len=10_000,
