@@ -47,11 +47,6 @@ class RemoteFunction:
             return None
         return refs
 
-    def bind(self, *args, **kwargs):
-        raise NotImplementedError(
-            "DAG building with .bind() is not part of this API; call .remote() instead."
-        )
-
 
 class _BoundOptions:
     """What ``f.options(...)`` returns: ``.remote()`` with the overridden options."""

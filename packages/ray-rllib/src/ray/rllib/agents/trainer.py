@@ -69,9 +69,9 @@ class Trainer(Trainable):
         if self.config.get("log_level"):
             logging.getLogger("ray.rllib").setLevel(self.config["log_level"])
         if self.config["input"] != "sampler":
-            raise NotImplementedError(
-                "offline input is not supported by this RLlib: use input='sampler' (the "
-                "output API, e.g. output='/tmp/out', is)"
+            raise ValueError(
+                f"input={self.config['input']!r}: reading offline data is not supported yet; "
+                "use input='sampler' (writing experiences with output='/tmp/out' works)"
             )
         # The driver asked for num_cpus_for_driver CPUs: more intra-op threads than
         # that only contend with the workers (and, for small MLPs, with each other).
