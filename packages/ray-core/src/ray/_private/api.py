@@ -7,14 +7,11 @@ the current runtime (cluster or local mode); none branches on the mode.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import inspect
 import logging
 import os
-import sys
 import threading
 
-from ray._private import ids as ids_mod
 from ray._private import runtime as _rt
 from ray._private.config import build_config
 from ray._private.object_ref import ObjectRef
@@ -245,10 +242,6 @@ def method(*args, **kwargs):
     return annotate
 
 
-def _job_id_for(runtime):
-    return getattr(runtime, "job_id", ids_mod.JobID.nil())
-
-
 def register_custom_serializer(cls, use_pickle=False, use_dict=False, serializer=None,
                                deserializer=None, local=False, job_id=None, class_id=None):
     """Tell ray how to serialize ``cls`` (0.7 API)."""
@@ -258,16 +251,6 @@ def register_custom_serializer(cls, use_pickle=False, use_dict=False, serializer
         cls, use_pickle=use_pickle, use_dict=use_dict, serializer=serializer,
         deserializer=deserializer,
     )
-
-
-def _stdout_lock():
-    return contextlib.nullcontext()
-
-
-def _print_to_driver(prefix: str, lines, is_err: bool):
-    stream = sys.stderr if is_err else sys.stdout
-    for line in lines:
-        print(f"{prefix} {line}", file=stream)
 
 
 def get_runtime_context():

@@ -63,6 +63,7 @@ class _Owned:
         self.no_restart = False
         self.worker_id = None
         self.raylet = None
+        self.pinned: list[bytes] = []
 
 
 class ActorManager:
@@ -129,14 +130,13 @@ class ActorManager:
             num_restarts=0, job_id=core.job_hex, methods=methods,
             detached=opts.lifetime == "detached", start_time=time.time(),
         )
-        core.refs.add_submitted([])
-        pinned_ids = pinned
+        # Constructor arguments stay pinned while the actor may be (re)started.
+        owned.pinned = pinned
 
         def start():
             core.inline_resolved_args(spec)
             self._lease_and_start(owned, core.raylet, spilled=False)
 
-        owned.pinned = pinned_ids
         if deps:
             core.memory_store.on_ready(deps, start)
         else:
@@ -397,6 +397,10 @@ class ActorManager:
         client = self.clients.get(actor_id)
         if client is not None:
             self._fail_all(client, text)
+        owned = self.owned.get(actor_id)
+        if owned is not None and owned.pinned:
+            pinned, owned.pinned = owned.pinned, []
+            self.core.refs.remove_submitted(pinned)
 
     def _fail_all(self, client: _Client, cause: str):
         with self.lock:

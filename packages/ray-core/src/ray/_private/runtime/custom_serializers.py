@@ -7,8 +7,6 @@ version counter, so the common case costs one dict lookup).
 
 from __future__ import annotations
 
-import copyreg
-
 import cloudpickle
 
 from plasma import serialization as plasma_ser
@@ -54,4 +52,4 @@ def apply_blob(blob: bytes) -> None:
             plasma_ser.register_serializer(cls, serializer=entry[1], deserializer=entry[2])
 
 
-__all__ = ["apply_blob", "copyreg", "deregister", "export_blob", "register"]
+__all__ = ["apply_blob", "deregister", "export_blob", "register"]

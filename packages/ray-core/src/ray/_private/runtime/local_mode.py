@@ -16,7 +16,6 @@ import cloudpickle
 
 from ray._private import ids as ids_mod
 from ray._private.object_ref import ObjectRef
-from ray._private.runtime.cluster_info import available_resources  # noqa: F401 (same API)
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 

@@ -42,12 +42,7 @@ def serialize(value):
     if type(value) in _PRIMITIVES:
         return _Small(PICKLE_METADATA, pickle.dumps(value, protocol=5)), ()
     with _Collector() as refs:
-        try:
-            ser = _plasma_ser.serialize(value)
-        except _plasma_ser.SerializationError:
-            raise
-        except Exception as exc:
-            raise TypeError(f"Could not serialize a {type(value).__name__}: {exc}") from exc
+        ser = _plasma_ser.serialize(value)  # raises SerializationError naming the culprit
     return ser, refs
 
 
