@@ -1,5 +1,6 @@
 """Building blocks of training steps (Ray 0.7 called the loops "policy optimizers")."""
 
+from ray.rllib.optimizers.policy_optimizer import PolicyOptimizer
 from ray.rllib.optimizers.rollout_ops import (
     collect_samples,
     minibatch_sgd,
@@ -7,4 +8,4 @@ from ray.rllib.optimizers.rollout_ops import (
     standardized,
 )
 
-__all__ = ["collect_samples", "minibatch_sgd", "policy_batches", "standardized"]
+__all__ = ["PolicyOptimizer", "collect_samples", "minibatch_sgd", "policy_batches", "standardized"]
