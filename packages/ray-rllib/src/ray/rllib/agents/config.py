@@ -125,13 +125,23 @@ COMMON_CONFIG = {
     "timesteps_per_iteration": 0,
     # Seed for torch, numpy, random and the envs (None: not seeded).
     "seed": None,
-    # === Offline datasets (only "sampler" input and no output are supported) ===
+    # === Offline datasets ===
+    # Where experiences come from: "sampler" (simulation), a directory or glob of JSON
+    # files, a list of files, {source: probability} (e.g. {"sampler": 0.4, "/tmp/out": 0.6}),
+    # or a function ioctx -> InputReader.
     "input": "sampler",
+    # Off-policy estimates of the current policy on offline input: "is", "wis", and/or
+    # "simulation" (sample in the background for metrics only).
     "input_evaluation": ["is", "wis"],
+    # Run postprocess_trajectory() (with the current policy) on offline input.
     "postprocess_inputs": False,
+    # Shuffle offline batches through a buffer of this many (0: no shuffling).
     "shuffle_buffer_size": 0,
+    # Where experiences go: None, "logdir", a directory, or a function ioctx -> OutputWriter.
     "output": None,
+    # Columns written LZ4-style compressed (here zlib + base64 of .npy bytes).
     "output_compress_columns": ["obs", "new_obs"],
+    # Start a new output file at this size in bytes.
     "output_max_file_size": 64 * 1024 * 1024,
     # === Multi-agent ===
     "multiagent": {

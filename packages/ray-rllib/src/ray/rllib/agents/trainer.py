@@ -23,6 +23,7 @@ from ray.rllib.agents import checkpoint
 from ray.rllib.agents.config import COMMON_CONFIG, FREE_FORM_SUBKEYS
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.gym_compat import make_gym_env
+from ray.rllib.evaluation.episode import RolloutMetrics
 from ray.rllib.evaluation.metrics import collect_episodes, summarize_episodes
 from ray.rllib.evaluation.worker_set import WorkerSet
 from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID
@@ -68,11 +69,7 @@ class Trainer(Trainable):
         self.config["callbacks"] = _unwrap_callbacks(self.config["callbacks"])
         if self.config.get("log_level"):
             logging.getLogger("ray.rllib").setLevel(self.config["log_level"])
-        if self.config["input"] != "sampler":
-            raise ValueError(
-                f"input={self.config['input']!r}: reading offline data is not supported yet; "
-                "use input='sampler' (writing experiences with output='/tmp/out' works)"
-            )
+        _check_input(self.config["input"])
         # The driver asked for num_cpus_for_driver CPUs: more intra-op threads than
         # that only contend with the workers (and, for small MLPs, with each other).
         torch.set_num_threads(max(1, int(self.config["num_cpus_for_driver"])))
@@ -156,7 +153,7 @@ class Trainer(Trainable):
     def _collect_metrics(self) -> dict:
         new = collect_episodes(self.workers.local_worker(), self.workers.remote_workers(),
                                self.config["collect_metrics_timeout"])
-        self._episode_history.extend(new)
+        self._episode_history.extend(e for e in new if isinstance(e, RolloutMetrics))
         return summarize_episodes(list(self._episode_history), new)
 
     def set_global_vars(self) -> None:
@@ -286,6 +283,29 @@ class _ResultsDirCreator:
 
     def close(self):
         pass
+
+
+def _check_input(source) -> None:
+    """Fail early, with the accepted forms, on an ``input`` setting that cannot work."""
+    if source == "sampler" or callable(source):
+        return
+    if isinstance(source, str | list | tuple):
+        from ray.rllib.offline.json_io import _expand
+
+        _expand(source if isinstance(source, str) else list(source))
+        return
+    if isinstance(source, dict):
+        probs = list(source.values())
+        if not probs or any(p < 0 for p in probs) or abs(sum(probs) - 1.0) > 1e-6:
+            raise ValueError(f"input probabilities must be >= 0 and sum to 1, got {source}")
+        for key in source:
+            if key != "sampler":
+                _check_input(key)
+        return
+    raise ValueError(
+        f"input={source!r}: use 'sampler', a directory or glob of JSON experience files, a "
+        "list of files, a dict {source: probability}, or a function ioctx -> InputReader"
+    )
 
 
 def _unwrap_callbacks(callbacks: dict) -> dict:

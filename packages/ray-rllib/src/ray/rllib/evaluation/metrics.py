@@ -33,7 +33,15 @@ def collect_metrics(local_worker=None, remote_workers=(), timeout_seconds: float
 
 def summarize_episodes(episodes: list[RolloutMetrics], new_episodes=None) -> dict:
     """Result-dict metrics over ``episodes``; ``episodes_this_iter`` counts ``new_episodes``."""
-    new_episodes = episodes if new_episodes is None else new_episodes
+    estimates = [e for e in (episodes if new_episodes is None else new_episodes)
+                 if not isinstance(e, RolloutMetrics)]
+    episodes = [e for e in episodes if isinstance(e, RolloutMetrics)]
+    new_episodes = episodes if new_episodes is None else \
+        [e for e in new_episodes if isinstance(e, RolloutMetrics)]
+    off_policy = collections.defaultdict(lambda: collections.defaultdict(list))
+    for estimate in estimates:
+        for key, value in estimate.metrics.items():
+            off_policy[estimate.estimator_name][key].append(value)
     rewards = [e.episode_reward for e in episodes]
     lengths = [e.episode_length for e in episodes]
     policy_rewards = collections.defaultdict(list)
@@ -64,5 +72,8 @@ def summarize_episodes(episodes: list[RolloutMetrics], new_episodes=None) -> dic
         "policy_reward_mean": {k: float(np.mean(v)) for k, v in policy_rewards.items()},
         "custom_metrics": custom_metrics,
         "sampler_perf": {k: float(np.mean(v)) for k, v in perf.items()},
-        "off_policy_estimator": {},
+        "off_policy_estimator": {
+            name: {f"{k}_mean": float(np.mean(v)) for k, v in metrics.items()}
+            for name, metrics in off_policy.items()
+        },
     }

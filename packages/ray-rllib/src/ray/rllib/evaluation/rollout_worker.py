@@ -110,24 +110,60 @@ class RolloutWorker(EvaluatorInterface):
             self.async_env = self.env
         else:
             self.async_env = VectorEnv.wrap(make_env, [self.env], num_envs, seed=env_seed)
-        self.output_writer = output_creator(
-            IOContext(log_dir, self.policy_config, worker_index, self)
-        ) if output_creator else None
-        sampler_cls = AsyncSampler if sample_async else SyncSampler
+        io_context = IOContext(log_dir, self.policy_config, worker_index, self)
+        self.output_writer = output_creator(io_context) if output_creator else None
+        input_evaluation = set(input_evaluation or ())
+        unknown = input_evaluation - {"is", "wis", "simulation"}
+        if unknown:
+            raise ValueError(f"unknown input_evaluation {sorted(unknown)}: use any of "
+                             "'is', 'wis', 'simulation'")
+        # "simulation": sample in the background for metrics only; the data is dropped.
+        simulate = input_creator is not None and "simulation" in input_evaluation
+        sampler_cls = AsyncSampler if sample_async or simulate else SyncSampler
+        sampler_kwargs = dict(horizon=episode_horizon, clip_actions=clip_actions,
+                              soft_horizon=soft_horizon, batch_mode=batch_mode, rng=rng)
+        if simulate:
+            sampler_kwargs["blackhole_outputs"] = True
         self.sampler = sampler_cls(
             self.async_env, self.policy_map, self.policy_mapping_fn, self.preprocessors,
-            self.filters, clip_rewards, batch_steps, self.callbacks, horizon=episode_horizon,
-            clip_actions=clip_actions, soft_horizon=soft_horizon, batch_mode=batch_mode, rng=rng,
+            self.filters, clip_rewards, batch_steps, self.callbacks, **sampler_kwargs,
         )
+        if simulate:
+            self.sampler.start()
+        # Offline input (the ``input`` config): an InputReader replaces the sampler.
+        self.input_reader = input_creator(io_context) if input_creator else None
+        self.postprocess_inputs = bool(self.policy_config.get("postprocess_inputs"))
+        self.reward_estimators = []
+        if self.input_reader is not None:
+            from ray.rllib.offline.off_policy_estimator import ESTIMATORS
+
+            self.reward_estimators = [ESTIMATORS[name].create(io_context)
+                                      for name in sorted(input_evaluation & set(ESTIMATORS))]
 
     # --- sampling ---------------------------------------------------------------------------
 
     def sample(self):
-        batch = self.sampler.get_data()
+        if self.input_reader is None:
+            batch = self.sampler.get_data()
+        else:
+            batch = self._read_input()
         if self.callbacks.get("on_sample_end"):
             self.callbacks["on_sample_end"]({"worker": self, "samples": batch})
         if self.output_writer is not None:
             self.output_writer.write(batch)
+        return batch
+
+    def _read_input(self):
+        batch = self.input_reader.next()
+        if self.postprocess_inputs and isinstance(batch, SampleBatch) and batch.count:
+            policy = self.policy_map[DEFAULT_POLICY_ID]
+            batch = SampleBatch.concat_samples([
+                policy.postprocess_trajectory(episode)
+                for episode in _split_trajectories(batch)
+            ])
+        if isinstance(batch, SampleBatch):
+            for estimator in self.reward_estimators:
+                estimator.process(batch)
         return batch
 
     def sample_with_count(self):
@@ -135,7 +171,10 @@ class RolloutWorker(EvaluatorInterface):
         return batch, batch.count
 
     def get_metrics(self) -> list:
-        return self.sampler.get_metrics()
+        metrics = list(self.sampler.get_metrics())
+        for estimator in self.reward_estimators:
+            metrics.extend(estimator.get_metrics())
+        return metrics
 
     # --- learning ---------------------------------------------------------------------------
 
@@ -239,6 +278,13 @@ class RolloutWorker(EvaluatorInterface):
             self.async_env.close()
         if hasattr(self.async_env, "stop"):
             self.async_env.stop()
+
+
+def _split_trajectories(batch: SampleBatch) -> list:
+    """Contiguous rows of one episode (and agent) each; batches without ids stay whole."""
+    if SampleBatch.EPS_ID not in batch:
+        return [batch]
+    return batch.split_by_episode()
 
 
 def _policy_specs(policy, env) -> dict:

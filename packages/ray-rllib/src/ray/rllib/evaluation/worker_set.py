@@ -132,7 +132,34 @@ class WorkerSet:
             soft_horizon=config.get("soft_horizon", False),
             seed=seed,
             output_creator=_output_creator(config, self._logdir, worker_index),
+            input_creator=_input_creator(config),
+            input_evaluation=config.get("input_evaluation") or (),
         )
+
+
+def _input_creator(config: dict):
+    """What the ``input`` key asks for: None (the sampler), files, a mix, or a function."""
+    source = config.get("input", "sampler")
+    if source in (None, "sampler"):
+        return None
+    shuffle = config.get("shuffle_buffer_size", 0)
+    seed = config.get("seed")
+
+    def create(ioctx):
+        from ray.rllib.offline.json_io import JsonReader
+        from ray.rllib.offline.mixed_input import MixedInput
+        from ray.rllib.offline.shuffled_input import ShuffledInput
+
+        if callable(source):
+            return source(ioctx)
+        if isinstance(source, dict):
+            reader = MixedInput(source, ioctx, seed=seed)
+        else:
+            reader = JsonReader(source, ioctx, seed=None if seed is None
+                                else seed + ioctx.worker_index)
+        return ShuffledInput(reader, shuffle, seed=seed) if shuffle else reader
+
+    return create
 
 
 def _output_creator(config: dict, logdir, worker_index: int):
@@ -149,7 +176,8 @@ def _output_creator(config: dict, logdir, worker_index: int):
     def create(_io_context=None):
         from ray.rllib.offline.json_io import JsonWriter
 
-        return JsonWriter(path, max_size, columns, worker_index)
+        return JsonWriter(path, max_file_size=max_size, compress_columns=columns,
+                          worker_index=worker_index)
 
     return create
 

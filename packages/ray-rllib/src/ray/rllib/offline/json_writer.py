@@ -1,0 +1,3 @@
+from ray.rllib.offline.json_io import JsonWriter
+
+__all__ = ["JsonWriter"]
