@@ -27,7 +27,14 @@ def _import_a3c():
     return A3CTrainer
 
 
+def _import_dqn():
+    from ray.rllib.agents.dqn import DQNTrainer
+
+    return DQNTrainer
+
+
 ALGORITHMS = {"PPO": _import_ppo, "PG": _import_pg, "A2C": _import_a2c, "A3C": _import_a3c}
+ALGORITHMS["DQN"] = _import_dqn
 
 
 def _all_algorithms() -> dict:
