@@ -1,49 +1,118 @@
-"""Global state for users: timeline, tasks, objects, errors (``ray.timeline`` etc.)."""
+"""Global state: timeline, tasks, objects, errors, live references.
+
+Two layers: functions of a GCS client (``*_from_gcs``, ``introspect``), which
+the dashboard and the CLI use without a driver, and the public ``ray.timeline``
+/ ``ray.tasks`` / ... wrappers, which use the connected driver's GCS client.
+"""
 
 from __future__ import annotations
 
 import json
+import secrets
+import threading
 
 import msgpack
 
+from ray._private import chrome_trace, profiling
 from ray._private import runtime as _runtime
 from ray._private.gcs import keys
 
 
-def _events(rt) -> list:
-    rt.flush_profile_events()
+# -- GCS-level queries (no driver needed) -----------------------------------------------------
+def events_from_gcs(gcs, tail_batches: int | None = None) -> list[dict]:
+    """Profile events; ``tail_batches`` reads only the newest batches of each shard."""
+    start = -tail_batches if tail_batches else 0
+    return profiling.decode_batches(gcs.sharded_lrange(keys.PROFILE_EVENTS, start))
+
+
+def task_table(events: list[dict]) -> dict[str, dict]:
+    """Finished tasks by id (hex): name, times, where they ran, and their submitter."""
+    table: dict[str, dict] = {}
+    submitted: dict[str, float] = {}
+    for e in events:
+        task_id = e["extra"].get("task_id", "")
+        if e["event_type"] == "task:submit":
+            submitted[task_id] = e["start"]
+        elif e["event_type"] == "task:execute":
+            table[task_id] = {"TaskID": task_id, "FunctionName": e["name"],
+                              "StartTime": e["start"], "EndTime": e["end"],
+                              "NodeIP": e["node_ip"], "WorkerPid": e["pid"]}
+    for task_id, row in table.items():
+        row["SubmitTime"] = submitted.get(task_id)
+    return table
+
+
+def jobs_from_gcs(gcs) -> dict[str, dict]:
+    return gcs.hgetall_obj(keys.JOBS)
+
+
+def errors_from_gcs(gcs, job_hex: str | None = None) -> list[dict]:
+    """Errors stored per job (task failures), oldest first."""
+    job_ids = [job_hex] if job_hex else sorted(jobs_from_gcs(gcs))
     out = []
-    for raw in rt.gcs.sharded_lrange(keys.PROFILE_EVENTS):
-        node_ip, worker_hex, events = msgpack.unpackb(raw, raw=False)
-        for event_type, name, start, end, pid, extra in events:
-            out.append({
-                "event_type": event_type, "name": name, "start": start, "end": end,
-                "node_ip": node_ip, "worker": worker_hex, "pid": pid, "extra": extra or {},
-            })
+    for job in job_ids:
+        for raw in gcs.sharded_lrange(keys.errors(job)):
+            try:
+                error = msgpack.unpackb(raw, raw=False)
+            except Exception:  # noqa: BLE001 - an entry from an older writer
+                continue
+            if isinstance(error, dict):
+                error.setdefault("job_id", job)
+                out.append(error)
+    out.sort(key=lambda err: err.get("time", 0))
     return out
 
 
-def timeline(filename: str | None = None):
-    """Every recorded span (task executions, ``ray.profile`` blocks) as Chrome-trace JSON."""
-    rt = _runtime.current()
-    trace = []
-    for e in _events(rt):
-        extra = dict(e["extra"])
-        name = extra.pop("name", None) or e["name"]
-        event = {
-            "cat": e["event_type"],
-            "name": name,
-            "ph": "X",
-            "ts": e["start"] * 1e6,
-            "dur": max(0.0, (e["end"] - e["start"]) * 1e6),
-            "pid": f"Node {e['node_ip']}",
-            "tid": f"worker {e['pid']}",
-            "args": extra,
-        }
-        if "cname" in extra:
-            event["cname"] = extra.pop("cname")
-        trace.append(event)
-    trace.sort(key=lambda ev: ev["ts"])
+def actors_from_gcs(gcs) -> dict[str, dict]:
+    return gcs.hgetall_obj(keys.ACTORS)
+
+
+def introspect(gcs, what=(), timeout_s: float = 1.0) -> list[dict]:
+    """Ask every driver and worker for its live state; returns their replies.
+
+    Waits until as many replies arrived as there were subscribers when the
+    request went out, or ``timeout_s``.
+    """
+    request_id = secrets.token_hex(8)
+    channel = keys.channel_introspect_reply(request_id)
+    replies: list[dict] = []
+    expected = [None]
+    done = threading.Event()
+
+    def on_reply(_channel, msg):
+        replies.append(msg)
+        if expected[0] is not None and len(replies) >= expected[0]:
+            done.set()
+
+    gcs.subscribe_obj(channel, on_reply)
+    try:
+        expected[0] = gcs.publish_obj(keys.CHANNEL_INTROSPECT,
+                                      {"id": request_id, "what": list(what)})
+        if len(replies) >= expected[0]:
+            done.set()
+        done.wait(timeout_s)
+    finally:
+        gcs.unsubscribe(channel)
+    return list(replies)
+
+
+def memory_table(gcs, timeout_s: float = 1.0) -> list[dict]:
+    """Every live object reference in the cluster, one row per (process, object)."""
+    rows = []
+    for report in introspect(gcs, what=("refs",), timeout_s=timeout_s):
+        where = {"pid": report["pid"], "node_ip": report["node_ip"], "mode": report["mode"],
+                 "job_id": report["job_id"], "worker_id": report["worker_id"]}
+        for ref in report.get("refs", ()):
+            rows.append(dict(ref, **where))
+        if report.get("refs_not_reported"):
+            rows.append(dict(where, object_id=None, reference_type="NOT_REPORTED",
+                             size_bytes=None, location="", owned=False, owner="",
+                             local_refs=report["refs_not_reported"],
+                             submitted_task_refs=0, borrowers=0))
+    return rows
+
+
+def _write_or_return(trace, filename):
     if filename is not None:
         with open(filename, "w") as f:
             json.dump(trace, f)
@@ -51,40 +120,50 @@ def timeline(filename: str | None = None):
     return trace
 
 
+# -- public API (connected driver) -----------------------------------------------------------
+def _events(rt) -> list[dict]:
+    if getattr(rt, "gcs", None) is None:
+        return []  # local_mode runs tasks inside the driver and records no timeline
+    rt.flush_profile_events()
+    return events_from_gcs(rt.gcs)
+
+
+def timeline(filename: str | None = None):
+    """Every task's scheduling, fetch and execution phases, ``ray.profile`` spans and
+    data-dependency arrows, as Chrome-trace JSON (written to ``filename`` if given)."""
+    return _write_or_return(chrome_trace.task_trace(_events(_runtime.current())), filename)
+
+
 def object_transfer_timeline(filename: str | None = None):
-    events = [e for e in (timeline() or []) if e["cat"] == "transfer"]
-    if filename is not None:
-        with open(filename, "w") as f:
-            json.dump(events, f)
-        return None
-    return events
+    """Object transfers between nodes as Chrome-trace JSON (turn on "Flow events")."""
+    return _write_or_return(chrome_trace.transfer_trace(_events(_runtime.current())), filename)
 
 
 def tasks(task_id: str | None = None):
-    rt = _runtime.current()
-    table = {}
-    for e in _events(rt):
-        if e["event_type"] != "task:execute":
-            continue
-        tid = (e["extra"] or {}).get("task_id", "")
-        table[tid] = {"TaskID": tid, "FunctionName": e["name"], "StartTime": e["start"],
-                      "EndTime": e["end"], "NodeIP": e["node_ip"], "WorkerPid": e["pid"]}
+    table = task_table(_events(_runtime.current()))
     return table.get(task_id) if task_id is not None else table
 
 
 def objects(object_id: str | None = None):
+    """This process's reference table: object ids (hex) it holds, with sizes and owners."""
+    from ray._private.runtime import introspection
+
     rt = _runtime.current()
+    if getattr(rt, "refs", None) is None:
+        return None if object_id is not None else {}
+    rows, _ = introspection.reference_table(rt, limit=10**9)
     table = {}
-    for oid, info in rt.refs.snapshot().items():
-        entry = rt.memory_store.get(oid)
-        size = len(entry.data) if hasattr(entry, "data") else getattr(entry, "size", None)
-        table[oid.hex()] = dict(info, ObjectID=oid.hex(), DataSize=size,
-                                Location="inline" if hasattr(entry, "data") else "store")
+    for row in rows:
+        table[row["object_id"]] = dict(row, ObjectID=row["object_id"], DataSize=row["size_bytes"],
+                                       Location=row["location"])
     return table.get(object_id) if object_id is not None else table
 
 
 def errors(all_jobs: bool = False):
+    """Errors pushed to this driver (its tasks' failures and warnings), or every job's."""
     rt = _runtime.current()
+    if all_jobs:
+        return errors_from_gcs(rt.gcs)
     return list(getattr(rt, "pushed_errors", []))
 
 
@@ -92,6 +171,11 @@ class profile:
     """``with ray.profile("event", extra_data={...}):`` adds a span to the timeline."""
 
     def __init__(self, event_type: str, extra_data: dict | None = None, worker=None):
+        if extra_data is not None and not isinstance(extra_data, dict):
+            raise TypeError(
+                f"ray.profile(extra_data=...) must be a dict of str to str, got "
+                f"{type(extra_data).__name__}"
+            )
         self.event_type = event_type
         self.extra = extra_data
         self._cm = None

@@ -66,7 +66,8 @@ class GcsClient(abc.ABC):
     def incr(self, key: str) -> int: ...
 
     @abc.abstractmethod
-    def publish(self, channel: str, message: bytes) -> None: ...
+    def publish(self, channel: str, message: bytes) -> int:
+        """Send to every subscriber; returns how many subscribers received it."""
 
     @abc.abstractmethod
     def subscribe(self, channel: str, callback: Subscriber) -> None: ...
@@ -84,8 +85,9 @@ class GcsClient(abc.ABC):
     def sharded_rpush(self, key: str, value: bytes, *, max_len: int | None = None) -> None:
         self.rpush(key, value, max_len=max_len)
 
-    def sharded_lrange(self, key: str) -> list[bytes]:
-        return self.lrange(key, 0, -1)
+    def sharded_lrange(self, key: str, start: int = 0) -> list[bytes]:
+        """Every shard's ``lrange(key, start, -1)``, concatenated (``start=-n``: tails)."""
+        return self.lrange(key, start, -1)
 
     # typed helpers -------------------------------------------------------
     def hset_obj(self, key: str, field: str, obj) -> None:
@@ -98,8 +100,8 @@ class GcsClient(abc.ABC):
     def hgetall_obj(self, key: str) -> dict:
         return {k: _unpack(v) for k, v in self.hgetall(key).items()}
 
-    def publish_obj(self, channel: str, obj) -> None:
-        self.publish(channel, _pack(obj))
+    def publish_obj(self, channel: str, obj) -> int:
+        return self.publish(channel, _pack(obj))
 
     def subscribe_obj(self, channel: str, callback: Callable[[str, object], None]) -> None:
         self.subscribe(channel, lambda ch, data: callback(ch, _unpack(data)))
@@ -179,10 +181,10 @@ class RedisGcs(GcsClient):
             pipe.ltrim(key, -max_len, -1)
         pipe.execute()
 
-    def sharded_lrange(self, key):
-        out = list(self._redis.lrange(key, 0, -1))
+    def sharded_lrange(self, key, start=0):
+        out = list(self._redis.lrange(key, start, -1))
         for shard in self._shard_clients():
-            out.extend(shard.lrange(key, 0, -1))
+            out.extend(shard.lrange(key, start, -1))
         return out
 
     def get(self, key):
@@ -225,7 +227,7 @@ class RedisGcs(GcsClient):
         return int(self._redis.incr(key))
 
     def publish(self, channel, message):
-        self._redis.publish(channel, message)
+        return int(self._redis.publish(channel, message))
 
     def subscribe(self, channel, callback):
         with self._lock:
@@ -339,8 +341,10 @@ class InMemoryGcs(GcsClient):
             return self._data[key]
 
     def publish(self, channel, message):
-        for cb in list(self._subs.get(channel, ())):
+        subscribers = list(self._subs.get(channel, ()))
+        for cb in subscribers:
             cb(channel, message)
+        return len(subscribers)
 
     def subscribe(self, channel, callback):
         self._subs[channel].append(callback)

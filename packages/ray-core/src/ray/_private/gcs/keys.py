@@ -12,9 +12,13 @@ CLUSTER_SECRET = PREFIX + "cluster_secret"
 PROFILE_EVENTS = PREFIX + "profile_events"  # list of msgpack event batches
 TASK_EVENTS = PREFIX + "task_events"  # list of msgpack task records
 REDIS_SHARDS = PREFIX + "redis_shards"
+DASHBOARD = PREFIX + "dashboard"  # msgpack {"url", "host", "port", "pid", "node_id"}
 
 CHANNEL_NODES = PREFIX + "ch:nodes"
 CHANNEL_ACTORS = PREFIX + "ch:actors"
+# Every driver and worker answers a request here with its live state (`ray memory`,
+# the dashboard's running tasks) on the request's reply channel.
+CHANNEL_INTROSPECT = PREFIX + "ch:introspect"
 
 
 def function(job_hex: str, function_id_hex: str) -> str:
@@ -47,3 +51,7 @@ def channel_logs(job_hex: str) -> str:
 
 def channel_actor(actor_hex: str) -> str:
     return f"{PREFIX}ch:actor:{actor_hex}"
+
+
+def channel_introspect_reply(request_id: str) -> str:
+    return f"{PREFIX}ch:introspect_reply:{request_id}"

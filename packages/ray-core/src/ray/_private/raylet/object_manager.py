@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import struct
 import threading
+import time
 
+from ray._private import profiling
 from ray._private.gcs import keys
 
 logger = logging.getLogger(__name__)
@@ -128,6 +131,7 @@ async def _transfer(node, object_id: bytes, node_id: bytes) -> None:
         raise ConnectionError(f"node {node_id.hex()[:8]} is not alive")
     address = (info["node_ip"], info["object_transfer_port"])
     loop = asyncio.get_running_loop()
+    started = time.time()
     opened = await loop.run_in_executor(None, _open, address, object_id)
     if opened is None:
         raise KeyError(f"object {object_id.hex()} is not on node {node_id.hex()[:8]}")
@@ -148,6 +152,22 @@ async def _transfer(node, object_id: bytes, node_id: bytes) -> None:
         raise
     buf.release()
     node.store.seal_local(object_id)
+    _record_transfer(node, object_id, size, info, started)
+
+
+def _record_transfer(node, object_id: bytes, size: int, source: dict, started: float) -> None:
+    """One ``transfer:receive`` event for ``ray.object_transfer_timeline()``."""
+    if not node.config.profiling_enabled:
+        return
+    buffer = profiling.EventBuffer(1)
+    buffer.append(("transfer:receive", object_id.hex(), started, time.time(), os.getpid(), {
+        "object_id": object_id.hex(), "size_bytes": size, "from_ip": source["node_ip"],
+        "from_node": source.get("node_id", ""), "to_node": node.node_id,
+    }))
+    try:
+        profiling.flush(node.gcs, buffer, node.node_ip, f"raylet:{node.node_id}")
+    except Exception:
+        logger.debug("could not record a transfer event", exc_info=True)
 
 
 async def pull(node, object_id: bytes, node_id: bytes, deferred) -> None:

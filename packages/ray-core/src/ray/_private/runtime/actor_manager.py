@@ -285,6 +285,7 @@ class ActorManager:
             None, None, KIND_ACTOR_METHOD, actor_id, method, seq,
         ]
         refs = core.new_return_refs(task_id, num_returns)
+        core.record_submission(task_id, method, pinned)
         task = PendingTask(spec, None, client.max_task_retries, [r.binary() for r in refs], pinned)
         with self.lock:
             if client.state == DEAD:

@@ -18,10 +18,12 @@ import time
 
 import plasma
 from ray._private import ids as ids_mod
+from ray._private import profiling
 from ray._private.gcs import keys
 from ray._private.object_ref import ObjectRef
+from ray._private.profiling import EventBuffer
 from ray._private.rpc import Deferred, RemoteError, RpcPeer
-from ray._private.runtime import cluster_info
+from ray._private.runtime import cluster_info, introspection
 from ray._private.runtime import serialization as ser
 from ray._private.runtime.function_manager import FunctionManager
 from ray._private.runtime.memory_store import Inline, InPlasma, MemoryStore
@@ -96,7 +98,7 @@ class CoreWorker:
         self._requested: set[bytes] = set()
         self._lineage: dict[bytes, PendingTask] = {}
         self._decrefs: collections.deque = collections.deque()
-        self._profile_events: list = []
+        self._profile_events = EventBuffer(config.max_profile_events_buffered)
         self.handlers = self._make_handlers()
         self.pushed_errors: list = []
         self.address_info: dict = {}
@@ -117,6 +119,7 @@ class CoreWorker:
         self.actors = ActorManager(self)
         self.loop.call_later(config.task_events_flush_period_s, self._periodic_flush)
         gcs.subscribe_obj(keys.CHANNEL_NODES, self._on_node_event)
+        introspection.install(self)
         self.loop.call_later(0.01, self._periodic_drain)
 
     # -- wiring -------------------------------------------------------------------
@@ -456,6 +459,7 @@ class CoreWorker:
             self.address, options, None, KIND_NORMAL, None, None, 0,
         ]
         refs = self.new_return_refs(task_id, num_returns)
+        self.record_submission(task_id, name, pinned)
         shape = opts.resource_shape()
         task = PendingTask(
             spec, opts.shape_key(), opts.max_retries,
@@ -477,17 +481,14 @@ class CoreWorker:
             task.on_done(task, None, error)
 
     def report_task_error(self, name: str, traceback_str: str) -> None:
-        try:
-            self.gcs.sharded_rpush(
-                keys.errors(self.job_hex),
-                ser.serialize_error(RuntimeError(traceback_str)).data,
-                max_len=1000,
-            )
-            self.gcs.publish_obj(
-                keys.channel_errors(self.job_hex),
-                {"type": "task", "name": name, "pid": os.getpid(), "ip": self.node_ip,
-                 "message": traceback_str, "time": time.time()},
-            )
+        error = {"type": "task", "name": name, "pid": os.getpid(), "ip": self.node_ip,
+                 "message": traceback_str, "time": time.time(), "job_id": self.job_hex}
+        try:  # kept per job for ray.errors(all_jobs=True) and the dashboard
+            import msgpack
+
+            self.gcs.sharded_rpush(keys.errors(self.job_hex),
+                                   msgpack.packb(error, use_bin_type=True), max_len=1000)
+            self.gcs.publish_obj(keys.channel_errors(self.job_hex), error)
         except Exception:
             logger.debug("could not report a task error", exc_info=True)
 
@@ -642,9 +643,14 @@ class CoreWorker:
         try:
             yield
         finally:
-            events = self._profile_events
-            if len(events) < self.config.max_profile_events_buffered:
-                events.append((event_type, name, start, time.time(), os.getpid(), extra))
+            self._profile_events.append((event_type, name, start, time.time(), os.getpid(), extra))
+
+    def record_submission(self, task_id: bytes, name: str, arg_ids: list) -> None:
+        """The timeline's scheduling phase starts here; ``arg_ids`` draw its arrows."""
+        if self.config.profiling_enabled:
+            now = time.time()
+            self._profile_events.append(("task:submit", name, now, now, os.getpid(),
+                                         {"task_id": task_id, "deps": arg_ids}))
 
     # -- public-API helpers -------------------------------------------------------------
     def export_function(self, fn) -> bytes:
@@ -672,15 +678,8 @@ class CoreWorker:
         self.submitter.cancel(ref.binary(), force)
 
     def flush_profile_events(self) -> None:
-        events, self._profile_events = self._profile_events, []
-        if events:
-            import msgpack
-
-            self.gcs.sharded_rpush(
-                keys.PROFILE_EVENTS,
-                msgpack.packb([self.node_ip, self.worker_id.hex(), events], use_bin_type=True),
-                max_len=10_000,
-            )
+        profiling.flush(self.gcs, self._profile_events, self.node_ip,
+                        f"{self.mode}:{self.worker_id.hex()}")
 
     def _periodic_flush(self) -> None:
         if self.shutting_down:

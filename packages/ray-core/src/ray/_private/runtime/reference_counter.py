@@ -121,6 +121,7 @@ class ReferenceCounter:
                     "borrowers": len(r.borrowers or ()),
                     "owned": r.owned,
                     "escaped": r.escaped,
+                    "owner": r.owner,
                 }
                 for oid, r in self._refs.items()
             }

@@ -1,0 +1,100 @@
+"""Profile events: a bounded per-process buffer and its batched flush to the GCS.
+
+Every process (driver, worker, raylet) records spans as plain tuples
+``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer``; a
+periodic flush ships them to the GCS list ``ray:profile_events`` in batches of
+at most ``batch_events`` tuples, one ``[node_ip, component, events]`` msgpack
+record per batch. Memory stays bounded at both ends: the buffer holds at most
+``capacity`` events between flushes (later ones are counted as dropped, and the
+count is reported as a ``profile:dropped`` event so the timeline says so), and
+the GCS list is trimmed to ``max_batches`` records per shard.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import msgpack
+
+from ray._private.gcs import keys
+
+DROPPED_EVENT = "profile:dropped"
+
+
+class EventBuffer:
+    """A bounded list of event tuples, safe to append from any thread."""
+
+    __slots__ = ("capacity", "dropped", "_events", "_lock")
+
+    def __init__(self, capacity: int):
+        if capacity < 1:
+            raise ValueError(f"max_profile_events_buffered must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self.dropped = 0
+        self._events: list = []
+        self._lock = threading.Lock()
+
+    def append(self, event: tuple) -> None:
+        # list.append is atomic under the GIL; the length check may race by a few
+        # events, which only makes the bound approximate by the number of threads.
+        if len(self._events) < self.capacity:
+            self._events.append(event)
+        else:
+            self.dropped += 1
+
+    def drain(self) -> tuple[list, int]:
+        """Take every buffered event and the number dropped since the last drain."""
+        with self._lock:
+            events, self._events = self._events, []
+            dropped, self.dropped = self.dropped, 0
+        return events, dropped
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+
+def flush(gcs, buffer: EventBuffer, node_ip: str, component: str, *,
+          batch_events: int = 2000, max_batches: int = 500) -> int:
+    """Ship the buffer's events to the GCS; returns how many were sent."""
+    events, dropped = buffer.drain()
+    if dropped:
+        now = time.time()
+        events.append((DROPPED_EVENT, f"{dropped} events dropped", now, now, os.getpid(),
+                       {"dropped": dropped}))
+    for i in range(0, len(events), batch_events):
+        gcs.sharded_rpush(
+            keys.PROFILE_EVENTS,
+            msgpack.packb([node_ip, component, events[i:i + batch_events]], use_bin_type=True),
+            max_len=max_batches,
+        )
+    return len(events)
+
+
+def decode_batches(raw_batches) -> list[dict]:
+    """GCS records -> one dict per event (ids as hex strings)."""
+    out = []
+    for raw in raw_batches:
+        node_ip, component, events = msgpack.unpackb(raw, raw=False)
+        for event_type, name, start, end, pid, extra in events:
+            out.append({
+                "event_type": event_type, "name": name, "start": start, "end": end,
+                "node_ip": node_ip, "worker": component, "pid": pid,
+                "extra": _hexify(extra) if extra else {},
+            })
+    return out
+
+
+def _hexify(extra: dict) -> dict:
+    out = {}
+    for key, value in extra.items():
+        if isinstance(value, bytes):
+            value = value.hex()
+        elif isinstance(value, list):
+            value = [v.hex() if isinstance(v, bytes) else v for v in value]
+        out[key] = value
+    return out
+
+
+__all__ = ["DROPPED_EVENT", "EventBuffer", "decode_batches", "flush"]
