@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian packages some test suites need (network namespaces, sshd, rsync).
+# Debian packages some test suites need (network namespaces, sshd, rsync, parallel-ssh).
 # Idempotent and quick when everything is present; skipped when not root.
 set -euo pipefail
 need=()
@@ -8,6 +8,7 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v parallel-ssh >/dev/null 2>&1 || command -v pssh >/dev/null 2>&1 || need+=(pssh)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
 fi
