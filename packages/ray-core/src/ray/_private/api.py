@@ -48,7 +48,7 @@ def init(address: str | None = None, **kwargs):
         if _rt.maybe_current() is not None:
             if kwargs.get("ignore_reinit_error"):
                 logger.info("Calling ray.init() again after it has already been called.")
-                return _rt.current().address_info
+                return RayContext(_rt.current().address_info)
             raise RuntimeError(
                 "Maybe you called ray.init twice by accident? This error can be suppressed "
                 "by passing ignore_reinit_error=True or by calling ray.shutdown() first."
@@ -71,7 +71,31 @@ def init(address: str | None = None, **kwargs):
             runtime = start_driver(address, kwargs, config)
         _rt.set_current(runtime)
         _register_atexit()
-        return runtime.address_info
+        return RayContext(runtime.address_info)
+
+
+class RayContext(dict):
+    """What ``ray.init`` returns: 0.7's address-info dict, with today's attribute access
+    (``ctx.dashboard_url``, ``ctx.address_info``) and ``with ray.init(): ...``."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(
+                f"RayContext has no {name!r}; it has {', '.join(sorted(self))}"
+            ) from None
+
+    @property
+    def address_info(self) -> dict:
+        return dict(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        shutdown()
+        return False
 
 
 _atexit_registered = False
@@ -92,6 +116,11 @@ def shutdown(exiting_interpreter: bool = False, _exiting_interpreter: bool = Fal
             return
         _rt.set_current(None)
         runtime.shutdown()
+        dashboard_process = getattr(runtime, "dashboard_process", None)
+        if dashboard_process is not None:  # started by this driver on a joined cluster
+            from ray import dashboard
+
+            dashboard.stop(dashboard_process)
 
 
 def is_initialized() -> bool:
@@ -188,7 +217,15 @@ def get_resource_ids():
 
 
 def get_webui_url():
-    return _rt.current().address_info.get("webui_url")
+    """The dashboard's URL (``http://host:port``), or None when the cluster runs none."""
+    rt = _rt.current()
+    url = rt.address_info.get("webui_url")
+    if url is None and getattr(rt, "gcs", None) is not None:  # started after we connected
+        from ray import dashboard
+
+        info = dashboard.lookup(rt.gcs)
+        url = info["url"] if info else None
+    return url
 
 
 get_dashboard_url = get_webui_url

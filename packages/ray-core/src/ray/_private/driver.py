@@ -90,17 +90,39 @@ def start_driver(address, kwargs: dict, config):
         "session_dir": node_info["session_dir"],
         "node_id": node_info["node_id"],
         "webui_url": None,
+        "dashboard_url": None,
         "job_id": job_id.hex(),
     }
     if kwargs.get("log_to_driver", True):
         _subscribe_output(core)
     _subscribe_errors(core)
-    if kwargs.get("include_webui") or kwargs.get("include_dashboard"):
-        with contextlib.suppress(ImportError):
-            from ray._private.dashboard import start_dashboard
-
-            core.address_info["webui_url"] = start_dashboard(core, kwargs)
+    _connect_dashboard(core, procs, gcs_address, password, kwargs)
     return core
+
+
+def _connect_dashboard(core, procs, gcs_address, password, kwargs):
+    """Start the dashboard if asked (on an existing cluster: unless it has one); record its URL."""
+    from ray import dashboard
+
+    info = dashboard.lookup(core.gcs)
+    wanted = kwargs.get("include_dashboard")
+    if wanted is None:
+        wanted = kwargs.get("include_webui")
+    if wanted and (info is None or procs is not None):
+        info, proc = dashboard.start(
+            core.node["session_dir"], gcs_address=gcs_address, node_ip=core.node_ip,
+            owned_by_driver=True, redis_password=password,
+            host=kwargs.get("dashboard_host") or kwargs.get("webui_host"),
+            port=kwargs.get("dashboard_port"),
+        )
+        if procs is not None:  # stops with the embedded cluster
+            procs.procs.append(("dashboard", proc))
+            procs._write_pids()
+        else:
+            core.dashboard_process = proc
+    if info is not None:
+        core.address_info["webui_url"] = info["url"]
+        core.address_info["dashboard_url"] = info["url"].split("://", 1)[-1]
 
 
 def _start_embedded(kwargs, config, password):

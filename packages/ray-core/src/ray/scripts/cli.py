@@ -56,8 +56,13 @@ def _parse_resources(text: str | None) -> dict:
 @click.option("--object-store-memory", type=int, default=None)
 @click.option("--plasma-directory", default=None)
 @click.option("--huge-pages", is_flag=True)
-@click.option("--include-webui", "--include-dashboard", "include_webui", default=None)
-@click.option("--webui-host", "--dashboard-host", "webui_host", default="127.0.0.1")
+@click.option("--include-webui", "--include-dashboard", "include_webui", is_flag=False,
+              flag_value="true", default=None,
+              help="Start the web dashboard on the head (a bare flag, or true/false).")
+@click.option("--webui-host", "--dashboard-host", "webui_host", default="127.0.0.1",
+              help="Interface the dashboard binds (0.0.0.0: every interface).")
+@click.option("--dashboard-port", type=int, default=8265,
+              help="Dashboard port; the next free one is used if it is taken.")
 @click.option("--block", is_flag=True, help="Block until the started processes exit.")
 @click.option("--plasma-store-socket-name", default=None)
 @click.option("--raylet-socket-name", default=None)
@@ -73,7 +78,7 @@ def _parse_resources(text: str | None) -> dict:
 def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_max_clients,
           redis_password, redis_max_memory, node_ip_address, object_manager_port,
           node_manager_port, num_cpus, num_gpus, resources, object_store_memory,
-          plasma_directory, huge_pages, include_webui, webui_host, block,
+          plasma_directory, huge_pages, include_webui, webui_host, dashboard_port, block,
           plasma_store_socket_name, raylet_socket_name, temp_dir, include_java,
           java_worker_options, load_code_from_local, internal_config, autoscaling_config,
           no_redirect_worker_output, no_redirect_output, redis_persist):
@@ -135,6 +140,11 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
             click.echo("warning: --autoscaling-config given but ray-autoscaler is not "
                        "installed (pip install packages/ray-autoscaler); no autoscaling.",
                        err=True)
+    if _flag_value("--include-webui", include_webui):
+        if not head:
+            click.echo("warning: --include-webui only applies to the head node.", err=True)
+        else:
+            _start_dashboard(procs, address, node_ip, redis_password, webui_host, dashboard_port)
     root = temp_dir or node_mod.DEFAULT_TEMP_DIR
     with open(os.path.join(root, "ray_current_cluster"), "w") as f:
         f.write(address)
@@ -154,6 +164,32 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
     click.echo(f"Session directory: {session_dir}; raylet pid {info['pid']}")
     if block:
         _block(procs)
+
+
+def _flag_value(name: str, value: str | None) -> bool:
+    if value is None:
+        return False
+    text = value.strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise click.BadParameter(f"{name} takes true or false (or nothing), got {value!r}")
+
+
+def _start_dashboard(procs, address, node_ip, redis_password, host, port):
+    from ray import dashboard
+
+    try:
+        info, proc = dashboard.start(procs.session_dir, gcs_address=address, node_ip=node_ip,
+                                     owned_by_driver=False, redis_password=redis_password,
+                                     host=host, port=port)
+    except Exception as exc:  # the cluster is fine without it: say why and go on
+        click.echo(f"warning: the dashboard did not start: {exc}", err=True)
+        return
+    procs.procs.append(("dashboard", proc))
+    procs._write_pids()
+    click.echo(f"Dashboard: {info['url']}")
 
 
 def _block(procs):
@@ -176,7 +212,8 @@ def _our_pids(temp_dir: str | None) -> list[int]:
     return pids
 
 
-_MARKERS = ("ray::", "ray._private", "valkey-server", "redis-server", "ray.autoscaler")
+_MARKERS = ("ray::", "ray._private", "valkey-server", "redis-server", "ray.autoscaler",
+            "ray.dashboard")
 
 
 @cli.command()
@@ -206,21 +243,100 @@ def stop(temp_dir, force, grace_period):
     click.echo(f"Stopped {len(victims)} ray processes.")
 
 
-@cli.command()
-@click.option("--address", default="auto")
-@click.option("--redis-password", default=None)
-@click.argument("filename", required=False)
-def timeline(address, redis_password, filename):
-    """Write a Chrome-tracing timeline of the cluster's tasks to FILENAME."""
-    import ray
+def _connect_gcs(address, redis_password):
+    """A GCS client for commands that only read cluster state (no driver, no raylet)."""
+    from ray._private.driver import _resolve_address
+    from ray._private.gcs import connect
 
-    ray.init(address=address, redis_password=redis_password, log_to_driver=False)
     try:
-        filename = filename or f"/tmp/ray-timeline-{time.strftime('%Y-%m-%d_%H-%M-%S')}.json"
-        ray.timeline(filename=filename)
-        click.echo(f"Trace written to {filename}: open it in chrome://tracing or Perfetto.")
+        return connect(_resolve_address(address or "auto"), redis_password)
+    except Exception as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@cli.command()
+@click.option("--address", default="auto", help="Cluster address (default: the one on this machine).")
+@click.option("--redis-password", default=None, envvar="RAY_REDIS_PASSWORD")
+@click.option("--transfers", is_flag=True, help="Object transfers instead of tasks.")
+@click.argument("filename", required=False)
+def timeline(address, redis_password, transfers, filename):
+    """Write a Chrome-tracing timeline of the cluster's tasks to FILENAME."""
+    from ray._private import chrome_trace, state
+
+    gcs = _connect_gcs(address, redis_password)
+    try:
+        events = state.events_from_gcs(gcs)
     finally:
-        ray.shutdown()
+        gcs.close()
+    trace = (chrome_trace.transfer_trace if transfers else chrome_trace.task_trace)(events)
+    filename = filename or f"/tmp/ray-timeline-{time.strftime('%Y-%m-%d_%H-%M-%S')}.json"
+    with open(filename, "w") as f:
+        json.dump(trace, f)
+    click.echo(f"Trace of {len(events)} events written to {filename}: open it in "
+               "chrome://tracing or https://ui.perfetto.dev (turn on flow events for arrows).")
+
+
+_SORT_KEYS = {
+    "size": lambda r: -(r["size_bytes"] or 0),
+    "owner": lambda r: r["owner"],
+    "type": lambda r: r["reference_type"],
+    "pid": lambda r: (r["node_ip"], r["pid"]),
+}
+
+
+@cli.command()
+@click.option("--address", default="auto", help="Cluster address (default: the one on this machine).")
+@click.option("--redis-password", default=None, envvar="RAY_REDIS_PASSWORD")
+@click.option("--timeout-s", type=float, default=2.0, help="How long to wait for replies.")
+@click.option("--sort-by", type=click.Choice(sorted(_SORT_KEYS)), default="size")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON rows instead of a table.")
+def memory(address, redis_password, timeout_s, sort_by, as_json):
+    """List live object references in the cluster: size, owner and why each is alive."""
+    from ray._private import state
+
+    gcs = _connect_gcs(address, redis_password)
+    try:
+        rows = state.memory_table(gcs, timeout_s=timeout_s)
+    finally:
+        gcs.close()
+    rows.sort(key=_SORT_KEYS[sort_by])
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    click.echo(_memory_report(rows))
+
+
+def _fmt_bytes(n) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _memory_report(rows) -> str:
+    header = ("OBJECT ID", "SIZE", "REFERENCE TYPE", "OWNER", "HELD BY", "LOCATION")
+    table = [header]
+    for r in rows:
+        held = f"{r['mode']} pid={r['pid']} {r['node_ip']}"
+        if r["reference_type"] == "NOT_REPORTED":
+            table.append((f"({r['local_refs']} more not listed)", "", "", "", held, ""))
+            continue
+        table.append((r["object_id"], _fmt_bytes(r["size_bytes"]), r["reference_type"],
+                      r["owner"], held, r["location"]))
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    owned = {r["object_id"]: r["size_bytes"] or 0 for r in rows
+             if r.get("owned") and r["object_id"]}
+    processes = {(r["node_ip"], r["pid"]) for r in rows}
+    lines.append(f"\n{len(rows)} references in {len(processes)} processes; "
+                 f"{len(owned)} distinct owned objects, {_fmt_bytes(sum(owned.values()))} in total")
+    return "\n".join(lines)
+
+
+_STACK_MARKERS = ("ray._private", "ray.dashboard", "ray.autoscaler")
 
 
 @cli.command()
@@ -232,13 +348,19 @@ def stack():
     spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
     if not os.path.exists(spy):
         raise click.ClickException("ray stack needs py-spy: pip install py-spy")
+    found = 0
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmd = " ".join(proc.info["cmdline"] or [])
-        if "ray._private" in cmd or cmd.startswith("ray::"):
+        if proc.info["pid"] == os.getpid():
+            continue
+        if any(m in cmd for m in _STACK_MARKERS) or cmd.startswith("ray::"):
+            found += 1
             click.echo(f"--- {proc.info['pid']}: {cmd[:100]}")
             out = subprocess.run([spy, "dump", "--pid", str(proc.info["pid"])],
                                  capture_output=True, text=True)
             click.echo(out.stdout or out.stderr)
+    if not found:
+        click.echo("No ray processes on this machine.")
 
 
 def _load_plugins():

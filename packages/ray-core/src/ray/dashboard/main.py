@@ -1,0 +1,89 @@
+"""The dashboard process: ``python -m ray.dashboard.main --gcs-address HOST:PORT ...``.
+
+Binds ``--host`` (default 127.0.0.1) on ``--port`` or the next free port above
+it, records its URL in the GCS (``ray:dashboard``) so every driver's
+``ray.get_webui_url()`` finds it, writes one JSON line to ``--ready-fd`` and
+serves until SIGTERM. The GCS password comes from ``$RAY_REDIS_PASSWORD``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+
+from ray._private.gcs import connect, keys
+
+PORT_ATTEMPTS = 50
+logger = logging.getLogger("ray.dashboard")
+
+
+def bind(app, host: str, port: int):
+    """A threaded WSGI server on ``port`` or the first free port after it."""
+    from werkzeug.serving import make_server
+
+    last = None
+    for candidate in range(port, min(port + PORT_ATTEMPTS, 65536)):
+        try:
+            return make_server(host, candidate, app, threaded=True)
+        except OSError as exc:  # in use: try the next one
+            last = exc
+    raise OSError(f"no free port in {port}..{port + PORT_ATTEMPTS - 1} on {host}: {last}")
+
+
+def url_host(host: str, node_ip: str) -> str:
+    return node_ip if host in ("0.0.0.0", "", "::") else host
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--gcs-address", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8265)
+    parser.add_argument("--node-ip", default="127.0.0.1")
+    parser.add_argument("--session-dir", default=None)
+    parser.add_argument("--ready-fd", type=int, default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ray.dashboard.app import create_app
+    from ray.dashboard.data import ClusterView
+
+    gcs = connect(args.gcs_address, os.environ.get("RAY_REDIS_PASSWORD"))
+    view = ClusterView(gcs, args.session_dir)
+    server = bind(create_app(view), args.host, args.port)
+    port = server.server_port
+    info = {"url": f"http://{url_host(args.host, args.node_ip)}:{port}", "host": args.host,
+            "port": port, "pid": os.getpid(), "node_ip": args.node_ip}
+    gcs.hset_obj(keys.DASHBOARD, "info", info)
+    view.follow_logs()
+    logger.info("dashboard at %s (GCS %s)", info["url"], args.gcs_address)
+    if args.ready_fd is not None:
+        os.write(args.ready_fd, (json.dumps(info) + "\n").encode())
+        os.close(args.ready_fd)
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            current = gcs.hget_obj(keys.DASHBOARD, "info")
+            if current and current.get("pid") == os.getpid():
+                gcs.hdel(keys.DASHBOARD, "info")
+        with contextlib.suppress(Exception):
+            server.server_close()
+        gcs.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
