@@ -37,6 +37,22 @@ ALGORITHMS = {"PPO": _import_ppo, "PG": _import_pg, "A2C": _import_a2c, "A3C": _
 ALGORITHMS["DQN"] = _import_dqn
 
 
+def _lazy(module: str, cls: str):
+    def load():
+        import importlib
+
+        return getattr(importlib.import_module(module), cls)
+
+    return load
+
+
+# Distributed, derivative-free, multi-agent and offline algorithms.
+ALGORITHMS.update({
+    "IMPALA": _lazy("ray.rllib.agents.impala", "ImpalaTrainer"),
+    "APPO": _lazy("ray.rllib.agents.ppo.appo", "APPOTrainer"),
+})
+
+
 def _all_algorithms() -> dict:
     from ray.rllib.contrib.registry import CONTRIBUTED_ALGORITHMS
 
