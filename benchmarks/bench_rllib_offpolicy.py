@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -64,6 +65,7 @@ def run(name: str, seed: int, eval_every: int, eval_episodes: int) -> dict:
                 next_eval += eval_every
                 score = evaluate(trainer, spec["env"], eval_episodes, seed)
                 evals.append((result["timesteps_total"], round(score, 1)))
+                print(f"{name}: {evals[-1]} after {train_s:.0f} s", file=sys.stderr, flush=True)
                 if score >= bar:
                     reached = result["timesteps_total"]
                     break

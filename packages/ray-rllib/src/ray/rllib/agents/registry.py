@@ -34,7 +34,28 @@ def _import_dqn():
 
 
 ALGORITHMS = {"PPO": _import_ppo, "PG": _import_pg, "A2C": _import_a2c, "A3C": _import_a3c}
+def _import_ddpg():
+    from ray.rllib.agents.ddpg import DDPGTrainer
+
+    return DDPGTrainer
+
+
+def _import_td3():
+    from ray.rllib.agents.ddpg import TD3Trainer
+
+    return TD3Trainer
+
+
+def _import_sac():
+    from ray.rllib.agents.sac import SACTrainer
+
+    return SACTrainer
+
+
 ALGORITHMS["DQN"] = _import_dqn
+ALGORITHMS["DDPG"] = _import_ddpg
+ALGORITHMS["TD3"] = _import_td3
+ALGORITHMS["SAC"] = _import_sac
 
 
 def _lazy(module: str, cls: str):

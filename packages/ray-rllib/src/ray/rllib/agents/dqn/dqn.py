@@ -459,11 +459,14 @@ class DQNTrainer(Trainer):
         stats = self.optimizer.step()
         self.steps_sampled += self.optimizer.num_steps_sampled - before
         self.steps_trained = self.optimizer.num_steps_trained
+        self._maybe_update_target()
+        self.set_global_vars()
+        return dict(stats)
+
+    def _maybe_update_target(self) -> None:
         if self.steps_sampled - self.last_target_update >= \
                 self.config["target_network_update_freq"]:
             self.update_target()
-        self.set_global_vars()
-        return dict(stats)
 
     def update_target(self) -> None:
         self.workers.local_worker().foreach_trainable_policy(lambda p, _pid: p.update_target())
