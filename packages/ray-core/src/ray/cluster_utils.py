@@ -83,12 +83,15 @@ class Cluster:
             raise TypeError(f"Cluster.add_node got unknown arguments {sorted(unknown)}")
         node_ip = kwargs.get("node_ip_address") or "127.0.0.1"
         if self.head_node is None:
-            self.redis_password = kwargs.get("redis_password")
+            from ray._private import auth
+
+            self.redis_password = kwargs.get("redis_password") or auth.new_secret()
             self._redis = node_mod.NodeProcesses(self.session_dir, owned_by_driver=True)
             self.address = self._redis.start_redis(
                 host=node_ip, port=kwargs.get("redis_port"), password=self.redis_password
             )
             self.redis_address = self.address
+            auth.save_secret(self.address, self.redis_password)  # ray.init(address=...) finds it
         resources = {"CPU": kwargs.get("num_cpus", 1)}
         if kwargs.get("num_gpus"):
             resources["GPU"] = kwargs["num_gpus"]
@@ -157,3 +160,6 @@ class Cluster:
         if self._redis is not None:
             self._redis.kill_all()
             self._redis = None
+            from ray._private import auth
+
+            auth.forget_secret(self.address)

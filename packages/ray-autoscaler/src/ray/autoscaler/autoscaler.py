@@ -10,6 +10,7 @@ for each worker that is new or runs stale commands. The clock is injected.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -69,8 +70,15 @@ def worker_update_plan(config: ClusterConfig, head_ip: str) -> UpdatePlan:
         setup_commands=config.setup_commands + config.worker_setup_commands,
         start_commands=config.worker_start_ray_commands,
         runtime_hash=hash_runtime_config(config, head=False),
-        env={"RAY_HEAD_IP": head_ip},
+        # The monitor inherits the cluster secret from `ray start --head`; workers' `ray start`
+        # reads it from $RAY_REDIS_PASSWORD (their --redis-password default).
+        env={"RAY_HEAD_IP": head_ip, **_secret_env()},
     )
+
+
+def _secret_env() -> dict:
+    secret = os.environ.get("RAY_REDIS_PASSWORD")
+    return {"RAY_REDIS_PASSWORD": secret} if secret else {}
 
 
 class StandardAutoscaler:

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from ray._private import auth
 from ray._private import ids as ids_mod
 from ray._private import node as node_mod
 from ray._private.gcs import connect, keys
@@ -41,9 +42,12 @@ def _latest_cluster_address() -> str | None:
 
 def start_driver(address, kwargs: dict, config):
     address = _resolve_address(address)
-    password = kwargs.get("redis_password") or kwargs.get("_redis_password")
+    password = auth.resolve_secret(address, kwargs.get("redis_password")
+                                   or kwargs.get("_redis_password"))
     procs = None
     if address is None:
+        password = password or auth.new_secret()  # embedded: a fresh secret per cluster
+        auth.set_cluster_secret(password)
         procs, node_info, gcs_address = _start_embedded(kwargs, config, password)
     else:
         for key in ("num_cpus", "num_gpus", "resources", "object_store_memory"):
@@ -54,8 +58,9 @@ def start_driver(address, kwargs: dict, config):
                 )
         gcs_address = address
         node_info = None
+    auth.set_cluster_secret(password)
     try:
-        gcs = connect(gcs_address, password, config.gcs_connect_timeout_s)
+        gcs = connect(gcs_address, password or "", config.gcs_connect_timeout_s)
     except Exception:
         if procs is not None:
             procs.kill_all()

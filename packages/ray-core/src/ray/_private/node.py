@@ -141,8 +141,12 @@ class NodeProcesses:
             cmd += ["--appendonly", "yes", "--dir", persist_dir]
         else:
             cmd += ["--appendonly", "no"]
-        if password:
-            cmd += ["--requirepass", password]
+        if password:  # in a 0600 file, not on the command line where `ps` shows it
+            conf = os.path.join(self.session_dir, f"{name}-{port}.conf")
+            fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write("requirepass " + json.dumps(password) + "\n")
+            cmd.insert(1, conf)
         if max_memory:
             cmd += ["--maxmemory", str(max_memory), "--maxmemory-policy", "allkeys-lru"]
         if max_clients:
@@ -193,8 +197,6 @@ class NodeProcesses:
             "--object-manager-port", str(object_manager_port or 0),
             "--config-json", config_to_json(config), "--ready-fd", str(write_fd),
         ]
-        if redis_password:
-            cmd += ["--redis-password", redis_password]
         if plasma_directory:
             cmd += ["--plasma-directory", plasma_directory]
         if huge_pages:
@@ -203,7 +205,7 @@ class NodeProcesses:
             cmd.append("--head")
         if self.owned_by_driver:
             cmd += ["--owner-pid", str(os.getpid())]
-        env = dict(os.environ)
+        env = _child_env(redis_password)
         env["RAY_CONFIG_JSON"] = config_to_json(config)
         env.setdefault("PLASMA_PREFAULT_BYTES", str(config.object_store_prefault_bytes))
         # Pre-faulting yields the CPU to the worker zygote and the driver starting now.
@@ -267,7 +269,8 @@ class NodeProcesses:
             json.dump(existing, f)
         os.replace(path + ".tmp", path)
 
-    def start_monitor(self, *, gcs_address: str, config_path: str) -> bool:
+    def start_monitor(self, *, gcs_address: str, config_path: str,
+                      redis_password: str | None = None) -> bool:
         """The autoscaler's monitor on the head (needs ray-autoscaler installed)."""
         import importlib.util
 
@@ -279,7 +282,8 @@ class NodeProcesses:
                "--log-file", os.path.join(self.session_dir, "logs", "monitor.log")]
         with self._log("monitor.out") as out:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, preexec_fn=os.setsid)
+                                    stdin=subprocess.DEVNULL, preexec_fn=os.setsid,
+                                    env=_child_env(redis_password))
         self.procs.append(("monitor", proc))
         self._write_pids()
         return True
@@ -298,6 +302,18 @@ class NodeProcesses:
         self.procs.clear()
         if self.owned_by_driver:
             remove_socket_dir(self.session_dir)
+
+
+def _child_env(secret: str | None) -> dict:
+    """This process's environment plus the cluster secret (children read it from there)."""
+    from ray._private.auth import SECRET_ENV
+
+    env = dict(os.environ)
+    if secret:
+        env[SECRET_ENV] = secret
+    else:
+        env.pop(SECRET_ENV, None)
+    return env
 
 
 def new_node_id() -> str:

@@ -21,7 +21,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from ray._private import auth
 from ray._private.rpc import RpcPeer
+from ray.exceptions import AuthenticationError
 
 logger = logging.getLogger(__name__)
 
@@ -31,14 +33,18 @@ _RECV_BYTES = 1 << 20
 class Connection:
     """A socket plus its RpcPeer; thread-safe writes, reads on the loop thread."""
 
-    def __init__(self, loop: EventLoop, sock: socket.socket, peer_factory):
+    def __init__(self, loop: EventLoop, sock: socket.socket, peer_factory, server: bool = False):
         self.loop = loop
         self.sock = sock
         sock.setblocking(False)
         self._lock = threading.Lock()
         self._out: list[bytes] = []
         self._closed = False
+        # Accepted connections read nothing but the client's answer until it checks out.
+        self._gate = auth.ServerGate() if server else None
         self.peer: RpcPeer = peer_factory(self._write)
+        if self._gate is not None:
+            self._write(self._gate.greeting)
 
     def _write(self, data: bytes) -> None:
         with self._lock:
@@ -90,6 +96,20 @@ class Connection:
         if not data:
             self.close("peer closed the connection")
             return
+        if self._gate is not None:
+            try:
+                data = self._gate.feed(data)
+            except AuthenticationError:
+                logger.warning("%s: refused a connection without the cluster secret",
+                               self.peer.name)
+                self.close("authentication failed")
+                return
+            if data is None:
+                return
+            self._gate = None
+            self._write(auth.OK)
+            if not data:
+                return
         try:
             self.peer.feed(data)
         except Exception as exc:
@@ -156,8 +176,9 @@ class EventLoop:
         handle[4] = True
 
     # -- sockets -----------------------------------------------------------
-    def add_connection(self, sock: socket.socket, peer_factory) -> Connection:
-        conn = Connection(self, sock, peer_factory)
+    def add_connection(self, sock: socket.socket, peer_factory, server: bool = False) -> Connection:
+        """Drive ``sock``; ``server=True`` for accepted sockets (the client must authenticate)."""
+        conn = Connection(self, sock, peer_factory, server)
         self.call_soon(self._register, conn)
         return conn
 
@@ -286,7 +307,10 @@ class EventLoop:
 
 
 def connect_socket(address, timeout_s: float = 10.0) -> socket.socket:
-    """Connect to a Unix path (str) or a (host, port) pair, retrying until timeout."""
+    """Connect to a Ray endpoint at a Unix path (str) or a (host, port) pair and authenticate.
+
+    Retries the connect until ``timeout_s``; a refused handshake raises AuthenticationError.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         if isinstance(address, str):
@@ -298,10 +322,18 @@ def connect_socket(address, timeout_s: float = 10.0) -> socket.socket:
         try:
             sock.settimeout(max(0.1, deadline - time.monotonic()))
             sock.connect(address)
-            sock.settimeout(None)
-            return sock
         except OSError:
             sock.close()
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.02)
+            continue
+        try:
+            auth.client_handshake(sock, address if isinstance(address, str)
+                                  else f"{address[0]}:{address[1]}",
+                                  timeout_s=max(1.0, deadline - time.monotonic()))
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        return sock

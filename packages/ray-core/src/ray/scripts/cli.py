@@ -45,7 +45,10 @@ def _parse_resources(text: str | None) -> dict:
 @click.option("--redis-shard-ports", default=None, help="Comma-separated ports of extra shards.")
 @click.option("--num-redis-shards", type=int, default=None, help="Extra Redis shards.")
 @click.option("--redis-max-clients", type=int, default=None)
-@click.option("--redis-password", default=None, help="Password protecting Redis.")
+@click.option("--redis-password", default=None, envvar="RAY_REDIS_PASSWORD",
+              help="The cluster secret: Redis' password and the key every internal "
+                   "connection authenticates with. --head makes one up when not given; "
+                   "joining nodes on the head's machine find it, others must be given it.")
 @click.option("--redis-max-memory", type=int, default=None)
 @click.option("--node-ip-address", default=None, help="This node's IP address.")
 @click.option("--object-manager-port", type=int, default=None)
@@ -93,7 +96,11 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
         raise click.UsageError(
             "Pass either --head (start a new cluster) or --address=IP:PORT (join one)."
         )
+    from ray._private import auth
+
     config = build_config(internal_config)
+    redis_password = (redis_password or auth.new_secret()) if head else \
+        auth.resolve_secret(address, redis_password)
     node_ip = node_ip_address or node_mod.get_node_ip_address()
     session_dir = node_mod.new_session_dir(temp_dir)
     procs = node_mod.NodeProcesses(session_dir, owned_by_driver=False)
@@ -136,7 +143,8 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
         procs.kill_all()
         raise click.ClickException(str(exc)) from None
     if head and autoscaling_config:
-        if not procs.start_monitor(gcs_address=address, config_path=autoscaling_config):
+        if not procs.start_monitor(gcs_address=address, config_path=autoscaling_config,
+                                   redis_password=redis_password):
             click.echo("warning: --autoscaling-config given but ray-autoscaler is not "
                        "installed (pip install packages/ray-autoscaler); no autoscaling.",
                        err=True)
@@ -149,13 +157,14 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
     with open(os.path.join(root, "ray_current_cluster"), "w") as f:
         f.write(address)
     if head:
-        pw = f" --redis-password='{redis_password}'" if redis_password else ""
+        auth.save_secret(address, redis_password)
+        pw = f" --redis-password='{redis_password}'"
         click.echo(
             f"\nStarted ray on this node (head). The cluster address is {address}\n\n"
             "To connect to this cluster from Python:\n"
             f"    import ray\n    ray.init(address='{address}'"
-            + (f", redis_password='{redis_password}'" if redis_password else "")
-            + ")\n\nTo add another node to this cluster, run on it:\n"
+            + ")\n(on this machine the cluster secret is found automatically; elsewhere add "
+            f"redis_password='{redis_password}')\n\nTo add another node to this cluster, run on it:\n"
             f"    ray start --address='{address}'{pw}\n\n"
             "To stop ray on this machine: ray stop\n"
         )

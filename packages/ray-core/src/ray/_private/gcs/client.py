@@ -13,7 +13,7 @@ from collections.abc import Callable
 import msgpack
 
 from ray._private.gcs import keys
-from ray.exceptions import RayConnectionError
+from ray.exceptions import AuthenticationError, RayConnectionError
 
 logger = logging.getLogger(__name__)
 
@@ -128,17 +128,16 @@ class RedisGcs(GcsClient):
                 self._redis.ping()
                 break
             except redis.AuthenticationError as exc:
-                raise RayConnectionError(
-                    f"Redis at {self.address} rejected the password ({exc}). Pass the "
-                    "cluster's password: ray.init(redis_password=...) or "
-                    "ray start --redis-password=..."
+                if not self._password:
+                    raise self._secret_missing() from None
+                raise AuthenticationError(
+                    f"Redis at {self.address} rejected the cluster secret ({exc}). Pass the "
+                    "one `ray start --head` printed: ray.init(redis_password=...), "
+                    "ray start --redis-password=... or $RAY_REDIS_PASSWORD."
                 ) from None
             except redis.ResponseError as exc:
                 if "NOAUTH" in str(exc) or "AUTH" in str(exc):
-                    raise RayConnectionError(
-                        f"Redis at {self.address} requires a password: pass "
-                        "redis_password=... (ray start --redis-password)."
-                    ) from None
+                    raise self._secret_missing() from None
                 raise
             except (redis.ConnectionError, OSError) as exc:
                 if time.monotonic() > deadline:
@@ -153,6 +152,14 @@ class RedisGcs(GcsClient):
         self._lock = threading.Lock()
         self._shards = None  # loaded on first use
         self._timeout_s = timeout_s
+
+    def _secret_missing(self) -> AuthenticationError:
+        return AuthenticationError(
+            f"Redis at {self.address} requires the cluster secret, and none was found for it "
+            "on this machine: pass the one `ray start --head` printed "
+            "(ray.init(redis_password=...), ray start --redis-password=... or "
+            "$RAY_REDIS_PASSWORD)."
+        )
 
     def _shard_clients(self) -> list:
         if self._shards is None:
@@ -360,6 +367,10 @@ def connect(address: str, password: str | None = None, timeout_s: float = 10.0) 
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"GCS address must look like 'host:port', got {address!r}")
+    if password is None:
+        from ray._private import auth
+
+        password = auth.resolve_secret(address, None)
     return RedisGcs(host, int(port), password, timeout_s)
 
 

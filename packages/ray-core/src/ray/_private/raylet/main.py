@@ -19,7 +19,8 @@ def parse_args(argv=None):
     p.add_argument("--node-id", required=True)
     p.add_argument("--node-ip", required=True)
     p.add_argument("--gcs-address", required=True)
-    p.add_argument("--redis-password", default=None)
+    p.add_argument("--redis-password", default=None,
+                   help="the cluster secret (prefer $RAY_REDIS_PASSWORD: argv is public)")
     p.add_argument("--session-dir", required=True)
     p.add_argument("--raylet-socket", required=True)
     p.add_argument("--plasma-socket", required=True)
@@ -55,7 +56,11 @@ def main(argv=None):
     if args.owner_pid:
         die_with_parent_if_owned()
     config = build_config(args.config_json)
-    gcs = connect(args.gcs_address, args.redis_password, config.gcs_connect_timeout_s)
+    from ray._private import auth
+
+    secret = args.redis_password or os.environ.get(auth.SECRET_ENV)
+    auth.set_cluster_secret(secret, export=True)
+    gcs = connect(args.gcs_address, secret or "", config.gcs_connect_timeout_s)
     node = NodeManager(args, config, gcs)
     try:
         import uvloop

@@ -57,7 +57,7 @@ class NodeManager:
                 "--node-id", self.node_id, "--node-ip", self.node_ip,
                 "--gcs-address", args.gcs_address, "--session-dir", self.session_dir,
                 "--raylet-socket", args.raylet_socket, "--plasma-socket", args.plasma_socket,
-            ] + (["--redis-password", args.redis_password] if args.redis_password else []),
+            ],  # the cluster secret travels in the environment ($RAY_REDIS_PASSWORD)
             env=env,
             max_idle=max(1, int(self.num_prestart * config.max_idle_workers_factor)),
         )
@@ -85,11 +85,11 @@ class NodeManager:
         self.store.add_listener(self._on_store_event)
         handlers = self._handlers()
         self.unix_server = await self.loop.create_unix_server(
-            lambda: aio.RpcProtocol(handlers, "raylet-local", self._peer_closed),
+            lambda: aio.RpcProtocol(handlers, "raylet-local", self._peer_closed, server=True),
             path=self.args.raylet_socket,
         )
         self.tcp_server = await self.loop.create_server(
-            lambda: aio.RpcProtocol(handlers, "raylet-tcp", self._peer_closed),
+            lambda: aio.RpcProtocol(handlers, "raylet-tcp", self._peer_closed, server=True),
             host=self.node_ip, port=self.args.node_manager_port or 0,
             family=socket.AF_INET, reuse_address=True,
         )

@@ -19,7 +19,7 @@ import struct
 import threading
 import time
 
-from ray._private import profiling
+from ray._private import auth, profiling
 from ray._private.gcs import keys
 
 logger = logging.getLogger(__name__)
@@ -66,6 +66,9 @@ class TransferServer:
     def _serve(self, conn: socket.socket):
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with conn:
+            if not auth.server_handshake(conn):
+                logger.warning("object transfer: refused a connection without the cluster secret")
+                return
             try:
                 while True:
                     try:
@@ -101,6 +104,11 @@ async def _call(fn, *args):
 def _open(address, object_id: bytes):
     sock = socket.create_connection(address, timeout=30)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        auth.client_handshake(sock, f"object transfer server {address[0]}:{address[1]}")
+    except BaseException:
+        sock.close()
+        raise
     sock.sendall(object_id)
     size, meta_len = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
     if size == _MISSING:

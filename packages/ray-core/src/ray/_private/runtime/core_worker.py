@@ -182,7 +182,7 @@ class CoreWorker:
     def _accept(self, sock):
         if sock.family == socket.AF_INET:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.loop.add_connection(sock, lambda write: self._new_peer(write, "incoming"))
+        self.loop.add_connection(sock, lambda write: self._new_peer(write, "incoming"), server=True)
 
     def _connect_raylet(self, path):
         try:

@@ -47,7 +47,11 @@ def main(argv=None):
     from ray._private.runtime.core_worker import MODE_WORKER, CoreWorker
 
     config = build_config()
-    gcs = connect(args.gcs_address, args.redis_password, config.gcs_connect_timeout_s)
+    from ray._private import auth
+
+    secret = args.redis_password or os.environ.get(auth.SECRET_ENV)
+    auth.set_cluster_secret(secret, export=True)
+    gcs = connect(args.gcs_address, secret or "", config.gcs_connect_timeout_s)
     node = {
         "node_id": args.node_id,
         "node_ip": args.node_ip,

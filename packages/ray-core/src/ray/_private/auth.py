@@ -1,0 +1,259 @@
+"""Cluster-secret authentication for every connection between Ray processes.
+
+Each cluster has one secret (the Redis password: ``ray start --head`` makes one
+up unless ``--redis-password`` names it). Redis requires it, and every stream
+connection to a raylet, a worker or an object-transfer server opens with a
+challenge/response before any request is read:
+
+    server -> client   MAGIC (8 bytes) + nonce (16 random bytes)
+    client -> server   HMAC-SHA256(key, nonce)        (32 bytes)
+    server -> client   OK (1 byte), or it closes the connection
+
+``key`` is derived from the secret, so the secret itself never crosses the
+wire. A cluster started without a secret (possible only through the low-level
+process helpers) still runs the handshake, with the key of the empty secret.
+Processes get the secret from their parent through ``RAY_REDIS_PASSWORD``
+(never on a command line, where ``ps`` would show it); drivers and joining
+nodes on the head's machine find it in a 0600 file keyed by the cluster
+address, others must be given it (``redis_password=`` / ``--redis-password``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import os
+import secrets
+import socket
+
+from ray.exceptions import AuthenticationError
+
+MAGIC = b"RAYAUTH1"
+NONCE_BYTES = 16
+MAC_BYTES = 32
+GREETING_BYTES = len(MAGIC) + NONCE_BYTES
+OK = b"\x01"
+SECRET_ENV = "RAY_REDIS_PASSWORD"
+SECRETS_DIR = "/tmp/ray/secrets"
+
+_state = {"secret": None, "key": None}
+
+
+def derive_key(secret: str | None) -> bytes:
+    return hashlib.sha256(b"ray-cluster-auth-v1\0" + (secret or "").encode()).digest()
+
+
+def set_cluster_secret(secret: str | None, export: bool = False) -> None:
+    """The secret this process authenticates with; ``export``: also to its children.
+
+    Drivers do not export it (a later ``ray.init`` for another cluster must not
+    inherit it); daemons do (their workers need it).
+    """
+    _state["secret"] = secret or None
+    _state["key"] = derive_key(secret)
+    if export:
+        if secret:
+            os.environ[SECRET_ENV] = secret
+        else:
+            os.environ.pop(SECRET_ENV, None)
+
+
+def cluster_secret() -> str | None:
+    if _state["key"] is None:
+        set_cluster_secret(os.environ.get(SECRET_ENV))
+    return _state["secret"]
+
+
+def _key() -> bytes:
+    if _state["key"] is None:
+        cluster_secret()
+    return _state["key"]
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def answer(key: bytes, nonce: bytes) -> bytes:
+    return hmac.new(key, nonce, hashlib.sha256).digest()
+
+
+# -- where drivers on the head's machine find the secret --------------------------------
+def _secret_file(address: str) -> str:
+    return os.path.join(SECRETS_DIR, address.replace(":", "_").replace("/", "_"))
+
+
+def save_secret(address: str, secret: str) -> str:
+    os.makedirs(SECRETS_DIR, mode=0o700, exist_ok=True)
+    path = _secret_file(address)
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def load_secret(address: str) -> str | None:
+    candidates = [address]
+    host, _, port = address.rpartition(":")
+    if host in ("localhost", "127.0.0.1"):
+        # The head also listens on loopback; its file is keyed by its node address.
+        with contextlib.suppress(OSError):
+            candidates += [n for n in os.listdir(SECRETS_DIR) if n.endswith(f"_{port}")]
+    for name in candidates:
+        with contextlib.suppress(OSError), open(os.path.join(SECRETS_DIR, name.replace(
+                ":", "_").replace("/", "_"))) as f:
+            return f.read().strip() or None
+    return None
+
+
+def forget_secret(address: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(_secret_file(address))
+
+
+def resolve_secret(address: str | None, given: str | None) -> str | None:
+    """The secret to join ``address`` with: given, else $RAY_REDIS_PASSWORD, else the file."""
+    if given:
+        return given
+    env = os.environ.get(SECRET_ENV)
+    if env:
+        return env
+    return load_secret(address) if address else None
+
+
+# -- the server side: a pure, incremental verifier --------------------------------------
+class ServerGate:
+    """Feeds on the first bytes a client sends until the answer is complete."""
+
+    __slots__ = ("_buf", "_expected", "greeting")
+
+    def __init__(self, key: bytes | None = None):
+        nonce = os.urandom(NONCE_BYTES)
+        self.greeting = MAGIC + nonce
+        self._expected = answer(key if key is not None else _key(), nonce)
+        self._buf = b""
+
+    def feed(self, data: bytes) -> bytes | None:
+        """None while incomplete; the bytes after the answer once it checks out.
+
+        Raises AuthenticationError on a wrong answer.
+        """
+        self._buf += data
+        if len(self._buf) < MAC_BYTES:  # judged only once complete: no prefix oracle
+            return None
+        got, rest = self._buf[:MAC_BYTES], self._buf[MAC_BYTES:]
+        self._buf = b""
+        if not hmac.compare_digest(got, self._expected):
+            raise AuthenticationError("wrong cluster secret")
+        return rest
+
+
+def server_handshake(sock: socket.socket, timeout_s: float = 10.0) -> bool:
+    """Authenticate an accepted blocking socket; False (caller closes it) when refused."""
+    gate = ServerGate()
+    old = sock.gettimeout()
+    sock.settimeout(timeout_s)
+    try:
+        sock.sendall(gate.greeting)
+        rest = None
+        while rest is None:
+            chunk = sock.recv(MAC_BYTES)
+            if not chunk:
+                return False
+            rest = gate.feed(chunk)
+        if rest:  # a client must wait for OK before it speaks
+            return False
+        sock.sendall(OK)
+        return True
+    except (AuthenticationError, OSError):
+        return False
+    finally:
+        sock.settimeout(old)
+
+
+# -- the client side -----------------------------------------------------------------------
+def _refused(where) -> AuthenticationError:
+    return AuthenticationError(
+        f"{where} refused this process: it does not hold the cluster secret. Pass the "
+        "secret printed by `ray start --head` (ray.init(redis_password=...), "
+        "ray start --redis-password=..., or $RAY_REDIS_PASSWORD)."
+    )
+
+
+def _recv_exact(sock: socket.socket, n: int, where) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise _refused(where) if buf or n == 1 else AuthenticationError(
+                f"{where} closed the connection before the authentication greeting "
+                "(not a Ray process, or it is shutting down)")
+        buf += chunk
+    return buf
+
+
+def client_handshake(sock: socket.socket, where=None, timeout_s: float = 10.0,
+                     key: bytes | None = None) -> None:
+    """Authenticate a freshly connected blocking socket (raises AuthenticationError)."""
+    where = where or _peer_name(sock)
+    old = sock.gettimeout()
+    sock.settimeout(timeout_s)
+    try:
+        greeting = _recv_exact(sock, GREETING_BYTES, where)
+        if not greeting.startswith(MAGIC):
+            raise AuthenticationError(f"{where} is not a Ray endpoint (bad greeting)")
+        sock.sendall(answer(key if key is not None else _key(), greeting[len(MAGIC):]))
+        if _recv_exact(sock, 1, where) != OK:
+            raise _refused(where)
+    except AuthenticationError:
+        raise
+    except TimeoutError:
+        raise AuthenticationError(f"{where} did not complete authentication in "
+                                  f"{timeout_s} s") from None
+    except ConnectionError:
+        raise _refused(where) from None
+    finally:
+        sock.settimeout(old)
+
+
+async def client_handshake_async(sock: socket.socket, where=None, timeout_s: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    where = where or _peer_name(sock)
+
+    async def recv_exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = await loop.sock_recv(sock, n - len(buf))
+            if not chunk:
+                raise _refused(where)
+            buf += chunk
+        return buf
+
+    async def run():
+        greeting = await recv_exact(GREETING_BYTES)
+        if not greeting.startswith(MAGIC):
+            raise AuthenticationError(f"{where} is not a Ray endpoint (bad greeting)")
+        await loop.sock_sendall(sock, answer(_key(), greeting[len(MAGIC):]))
+        if await recv_exact(1) != OK:
+            raise _refused(where)
+
+    try:
+        await asyncio.wait_for(run(), timeout_s)
+    except AuthenticationError:
+        raise
+    except TimeoutError:
+        raise AuthenticationError(f"{where} did not complete authentication in "
+                                  f"{timeout_s} s") from None
+    except ConnectionError:
+        raise _refused(where) from None
+
+
+def _peer_name(sock: socket.socket) -> str:
+    try:
+        peer = sock.getpeername()
+    except OSError:
+        return "the server"
+    return peer if isinstance(peer, str) else f"{peer[0]}:{peer[1]}"
