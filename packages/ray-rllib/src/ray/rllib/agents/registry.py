@@ -71,6 +71,8 @@ def _lazy(module: str, cls: str):
 ALGORITHMS.update({
     "IMPALA": _lazy("ray.rllib.agents.impala", "ImpalaTrainer"),
     "APPO": _lazy("ray.rllib.agents.ppo.appo", "APPOTrainer"),
+    "ES": _lazy("ray.rllib.agents.es", "ESTrainer"),
+    "ARS": _lazy("ray.rllib.agents.ars", "ARSTrainer"),
 })
 
 
