@@ -52,7 +52,21 @@ def _import_sac():
     return SACTrainer
 
 
+def _import_apex():
+    from ray.rllib.agents.dqn import ApexTrainer
+
+    return ApexTrainer
+
+
+def _import_apex_ddpg():
+    from ray.rllib.agents.ddpg import ApexDDPGTrainer
+
+    return ApexDDPGTrainer
+
+
 ALGORITHMS["DQN"] = _import_dqn
+ALGORITHMS["APEX"] = _import_apex
+ALGORITHMS["APEX_DDPG"] = _import_apex_ddpg
 ALGORITHMS["DDPG"] = _import_ddpg
 ALGORITHMS["TD3"] = _import_td3
 ALGORITHMS["SAC"] = _import_sac

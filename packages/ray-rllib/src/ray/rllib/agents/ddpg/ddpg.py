@@ -32,6 +32,7 @@ from ray.rllib.agents.dqn.dqn import (
     DQNTrainer,
     adjust_nstep,
     bootstrap_discount,
+    polyak_update,
 )
 from ray.rllib.models.torch_models import _mlp
 from ray.rllib.policy.sample_batch import SampleBatch
@@ -218,15 +219,6 @@ def _error(td_error, cfg: DDPGConfig):
     return 0.5 * td_error ** 2
 
 
-def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
-    """``target <- tau * source + (1 - tau) * target``, parameter by parameter."""
-    with torch.no_grad():
-        target_params = list(target.parameters())
-        source_params = list(source.parameters())
-        torch._foreach_mul_(target_params, 1.0 - tau)
-        torch._foreach_add_(target_params, source_params, alpha=tau)
-
-
 class DDPGTorchPolicy(TorchPolicy):
     """Deterministic actor with exploration noise; separate actor and critic optimizers."""
 
@@ -376,17 +368,12 @@ class DDPGTrainer(DQNTrainer):
     """DDPG on the SyncReplayOptimizer (the DQN trainer's loop, a different policy).
 
     With ``target_network_update_freq > 0`` the targets are moved (by ``tau``) every that
-    many sampled steps instead of after every actor step.
+    many sampled steps instead of after every actor step (the policy's own updates).
     """
 
     _name = "DDPG"
     _default_config = DEFAULT_CONFIG
     _policy = DDPGTorchPolicy
-
-    def update_target(self) -> None:
-        tau = self.config["tau"]
-        self.workers.local_worker().foreach_trainable_policy(lambda p, _pid: p.update_target(tau))
-        self.last_target_update = self.steps_sampled
 
     def _maybe_update_target(self) -> None:
         if self.config["target_network_update_freq"] > 0:  # 0: the policy does it itself

@@ -1,5 +1,8 @@
+from ray.rllib.agents.dqn.apex import APEX_DEFAULT_CONFIG, ApexTrainer
 from ray.rllib.agents.dqn.dqn import DEFAULT_CONFIG, DQNConfig, DQNTorchPolicy, DQNTrainer
 
-DQNAgent = DQNTrainer  # 0.6 name
+DQNAgent = DQNTrainer  # 0.6 names
+ApexAgent = ApexTrainer
 
-__all__ = ["DEFAULT_CONFIG", "DQNAgent", "DQNConfig", "DQNTorchPolicy", "DQNTrainer"]
+__all__ = ["APEX_DEFAULT_CONFIG", "ApexAgent", "ApexTrainer", "DEFAULT_CONFIG", "DQNAgent",
+           "DQNConfig", "DQNTorchPolicy", "DQNTrainer"]

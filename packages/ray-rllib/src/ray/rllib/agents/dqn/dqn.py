@@ -135,6 +135,14 @@ def per_worker_epsilon(worker_index: int, num_workers: int) -> float:
     return 0.4 ** (1 + 7 * (worker_index - 1) / (num_workers - 1))
 
 
+def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """``target <- tau * source + (1 - tau) * target``, parameter by parameter."""
+    with torch.no_grad():
+        target_params = list(target.parameters())
+        torch._foreach_mul_(target_params, 1.0 - tau)
+        torch._foreach_add_(target_params, list(source.parameters()), alpha=tau)
+
+
 # --- the network ----------------------------------------------------------------------------
 
 
@@ -385,9 +393,13 @@ class DQNTorchPolicy(TorchPolicy):
         stats.update(cur_lr=self.config["lr"], cur_epsilon=self.epsilon)
         return stats
 
-    def update_target(self) -> None:
+    def update_target(self, tau: float | None = None) -> None:
+        """Copy the online network into the target (Polyak-average it with ``tau``)."""
         with self.lock:
-            self.target_model.load_state_dict(self.model.state_dict())
+            if tau is None:
+                self.target_model.load_state_dict(self.model.state_dict())
+            else:
+                polyak_update(self.target_model, self.model, tau)
 
     def get_state(self) -> dict:
         state = super().get_state()
@@ -469,7 +481,8 @@ class DQNTrainer(Trainer):
             self.update_target()
 
     def update_target(self) -> None:
-        self.workers.local_worker().foreach_trainable_policy(lambda p, _pid: p.update_target())
+        tau = self.config.get("tau")  # DDPG/SAC move targets by tau; DQN copies them
+        self.workers.local_worker().foreach_trainable_policy(lambda p, _pid: p.update_target(tau))
         self.last_target_update = self.steps_sampled
 
     def _stop(self):
@@ -479,4 +492,4 @@ class DQNTrainer(Trainer):
 
 
 __all__ = ["DEFAULT_CONFIG", "DQNConfig", "DQNTorchPolicy", "DQNTrainer", "NoisyLinear",
-           "QNetwork", "adjust_nstep", "dqn_loss", "project_distribution"]
+           "QNetwork", "adjust_nstep", "dqn_loss", "polyak_update", "project_distribution"]
