@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Build base-deps, deploy and examples, in order, with podman (or docker: BUILDER=docker).
+# `build.sh base-deps deploy` builds only the images named (each needs the one before).
 # No registry is reachable on our machines, so the Debian base image is made locally
 # with mmdebstrap the first time (see ../../shared/CONTAINERS.md for the recipe).
 set -euo pipefail
@@ -17,7 +18,11 @@ build() {  # name, base image
     --build-arg "BASE_IMAGE=$2" -t "localhost/ray/$1:$TAG" -t "localhost/ray/$1:dev" \
     -f "docker/$1/Dockerfile" .
 }
-build base-deps localhost/debian-base:bookworm
-build deploy "localhost/ray/base-deps:$TAG"
-build examples "localhost/ray/deploy:$TAG"
-echo "built localhost/ray/{base-deps,deploy,examples}:$TAG"
+wanted=" ${*:-base-deps deploy examples} "
+for name in $wanted; do
+  case $name in base-deps|deploy|examples) ;; *) echo "build.sh: unknown image '$name' (base-deps, deploy, examples)" >&2; exit 2 ;; esac
+done
+[[ $wanted == *" base-deps "* ]] && build base-deps localhost/debian-base:bookworm
+[[ $wanted == *" deploy "* ]] && build deploy "localhost/ray/base-deps:$TAG"
+[[ $wanted == *" examples "* ]] && build examples "localhost/ray/deploy:$TAG"
+echo "built:$wanted(localhost/ray/NAME:$TAG and :dev)"

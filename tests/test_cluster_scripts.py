@@ -228,3 +228,66 @@ def test_bad_input_is_a_clear_error(net, tmp_path):
         f.write(f"{net.hosts[1].ip}\n")
     done = _cluster(net, head, {**env, "RAY_BIN": "/nonexistent"}, "down")
     assert done.returncode != 0 and "no 'ray' command" in done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def deploy_image():
+    if shutil.which("podman") is None or shutil.which("mmdebstrap") is None:
+        pytest.skip("needs podman and mmdebstrap (apt-get install podman buildah runc mmdebstrap)")
+    t0 = time.monotonic()
+    subprocess.run([os.path.join(ROOT, "docker", "build.sh"), "base-deps", "deploy"],
+                   check=True, timeout=1500)  # fmt: skip
+    print(f"\nbase-deps + deploy images built in {time.monotonic() - t0:.1f} s")
+    return "localhost/ray/deploy:dev"
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)
+def test_docker_variant_runs_head_and_worker_containers_in_namespaces(net, deploy_image):
+    head, *workers = net.hosts
+    with open(os.path.join(head.home, "workers.txt"), "w") as f:
+        f.write("".join(f"{w.ip}\n" for w in workers))
+    # `ip netns exec` mounts a fresh /sys for the namespace, which hides /sys/fs/cgroup
+    # from the hosts' sshd sessions (runc: "no cgroup mount found"); a real host has it.
+    # So the hosts' podman runs in the machine's (this test's) mount namespace, still in the host's
+    # network namespace (nsenter --mount changes nothing else): --net=host is the host's.
+    podman = os.path.join(net.workdir, "podman")
+    with open(podman, "w") as f:
+        f.write(f'#!/bin/sh\nexec nsenter --mount=/proc/{os.getpid()}/ns/mnt -- podman "$@"\n')
+    os.chmod(podman, 0o755)
+    env = {
+        "SSH_KEY": net.key_path, "SSH_OPTIONS": SSH_OPTIONS, "DOCKER": podman,
+        "RAY_IMAGE": deploy_image, "SHM_SIZE": "512m", "RAY_START_ARGS": START_ARGS,
+    }  # fmt: skip
+    names = [f"ray-node-{h.ip}" for h in net.hosts]
+    times = {}
+    try:
+        t0 = time.monotonic()
+        out = _ok(_cluster(net, head, env, "docker-install"))
+        assert out.count(f"{deploy_image}: present") == 3, out
+        out = _ok(_cluster(net, head, env, "docker-up"))
+        times["up"] = time.monotonic() - t0
+        assert all(f"{name}: running" in out for name in names), out
+        password = open(os.path.join(head.home, ".ray-cluster-password")).read().strip()
+        code = DRIVER.replace(
+            'open(os.path.expanduser("~/.ray-cluster-password")).read().strip()', repr(password)
+        )
+        t = time.monotonic()
+        driver = net.ssh(head, f"{podman} exec ray-node-{head.ip} python -c {shlex.quote(code)} "
+                               f"{head.ip}:6379 3", timeout_s=180)  # fmt: skip
+        times["driver"] = time.monotonic() - t
+        lines = dict(line.split(" ", 1) for line in _ok(driver).splitlines() if " " in line)
+        ips = sorted(h.ip for h in net.hosts)
+        assert lines["ALIVE"].split() == ips, driver.stdout
+        assert lines["RAN_ON"].split() == ips, driver.stdout
+        t = time.monotonic()
+        out = _ok(_cluster(net, head, env, "docker-down"))
+        times["down"] = time.monotonic() - t
+        assert all(f"{name}: stopped and removed" in out for name in names), out
+        left = subprocess.run(["podman", "ps", "-aq", "--filter", f"name=ray-node-{netns.SUBNET}"],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert left.stdout.strip() == "", "containers left behind"
+        print("\nray-cluster.sh docker variant, 3 netns hosts:",
+              ", ".join(f"{k} {v:.1f} s" for k, v in times.items()))  # fmt: skip
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", *names], capture_output=True, timeout=120)
