@@ -1,11 +1,28 @@
 """Building blocks of training steps (Ray 0.7 called the loops "policy optimizers")."""
 
+from ray.rllib.optimizers.async_replay_optimizer import AsyncReplayOptimizer
+from ray.rllib.optimizers.multi_gpu_optimizer import LocalMultiGPUOptimizer
 from ray.rllib.optimizers.policy_optimizer import PolicyOptimizer
+from ray.rllib.optimizers.replay_buffer import PrioritizedReplayBuffer, ReplayBuffer
 from ray.rllib.optimizers.rollout_ops import (
     collect_samples,
     minibatch_sgd,
     policy_batches,
     standardized,
 )
+from ray.rllib.optimizers.sync_batch_replay_optimizer import SyncBatchReplayOptimizer
+from ray.rllib.optimizers.sync_replay_optimizer import SyncReplayOptimizer
 
-__all__ = ["PolicyOptimizer", "collect_samples", "minibatch_sgd", "policy_batches", "standardized"]
+__all__ = [
+    "AsyncReplayOptimizer",
+    "LocalMultiGPUOptimizer",
+    "PolicyOptimizer",
+    "PrioritizedReplayBuffer",
+    "ReplayBuffer",
+    "SyncBatchReplayOptimizer",
+    "SyncReplayOptimizer",
+    "collect_samples",
+    "minibatch_sgd",
+    "policy_batches",
+    "standardized",
+]
