@@ -8,6 +8,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+# The dashboard's end-to-end test drives headless Chromium.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v parallel-ssh >/dev/null 2>&1 || command -v pssh >/dev/null 2>&1 || need+=(pssh)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0

@@ -42,6 +42,11 @@ def _latest_cluster_address() -> str | None:
 
 def start_driver(address, kwargs: dict, config):
     address = _resolve_address(address)
+    if kwargs.get("include_dashboard") or kwargs.get("include_webui"):
+        from ray import dashboard
+
+        dashboard.check_address(kwargs.get("dashboard_host") or kwargs.get("webui_host"),
+                                kwargs.get("dashboard_port"))
     password = auth.resolve_secret(address, kwargs.get("redis_password")
                                    or kwargs.get("_redis_password"))
     procs = None
@@ -101,7 +106,11 @@ def start_driver(address, kwargs: dict, config):
     if kwargs.get("log_to_driver", True):
         _subscribe_output(core)
     _subscribe_errors(core)
-    _connect_dashboard(core, procs, gcs_address, password, kwargs)
+    try:
+        _connect_dashboard(core, procs, gcs_address, password, kwargs)
+    except BaseException:
+        core.shutdown()  # do not leave a half-started cluster behind
+        raise
     return core
 
 

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 
 from ray._private.gcs import connect, keys
@@ -22,17 +23,35 @@ PORT_ATTEMPTS = 50
 logger = logging.getLogger("ray.dashboard")
 
 
-def bind(app, host: str, port: int):
-    """A threaded WSGI server on ``port`` or the first free port after it."""
-    from werkzeug.serving import make_server
-
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``port`` or the first free port after it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     last = None
     for candidate in range(port, min(port + PORT_ATTEMPTS, 65536)):
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            return make_server(host, candidate, app, threaded=True)
+            sock.bind((host, candidate))
+            sock.listen(128)
+            return sock
         except OSError as exc:  # in use: try the next one
+            sock.close()
             last = exc
     raise OSError(f"no free port in {port}..{port + PORT_ATTEMPTS - 1} on {host}: {last}")
+
+
+def bind(app, host: str, port: int):
+    """A threaded WSGI server on ``port`` or the first free port after it.
+
+    werkzeug exits the process when its own bind fails, so the socket is bound
+    here and handed over.
+    """
+    from werkzeug.serving import make_server
+
+    sock = listen(host, port)
+    server = make_server(host, sock.getsockname()[1], app, threaded=True, fd=sock.fileno())
+    server._listening_socket = sock  # keep the original open as long as the server
+    return server
 
 
 def url_host(host: str, node_ip: str) -> str:
@@ -56,7 +75,7 @@ def main(argv=None) -> int:
     gcs = connect(args.gcs_address, os.environ.get("RAY_REDIS_PASSWORD"))
     view = ClusterView(gcs, args.session_dir)
     server = bind(create_app(view), args.host, args.port)
-    port = server.server_port
+    port = server.socket.getsockname()[1]
     info = {"url": f"http://{url_host(args.host, args.node_ip)}:{port}", "host": args.host,
             "port": port, "pid": os.getpid(), "node_ip": args.node_ip}
     gcs.hset_obj(keys.DASHBOARD, "info", info)

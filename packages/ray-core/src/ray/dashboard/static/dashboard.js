@@ -33,8 +33,8 @@ function fmtBytes(n) {
   return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
 }
 const fmtTime = (s) => (s ? new Date(s * 1000).toLocaleTimeString() : "");
-const fmtMs = (s) => `${(s * 1000).toFixed(1)} ms`;
-const short = (id) => (id ? String(id).slice(0, 12) : "");
+const fmtMs = (s) => (s < 0.001 ? `${(s * 1e6).toFixed(0)} µs` : `${(s * 1000).toFixed(1)} ms`);
+const short = (id) => (id ? String(id) : "");
 
 function table(id, columns, rows, emptyText) {
   const t = document.getElementById(id);
@@ -72,7 +72,7 @@ function renderSummary(s) {
 function renderNodes(nodes) {
   table("nodes-table", [
     ["Node", (n) => `${n.node_ip}${n.is_head ? " (head)" : ""}`],
-    ["ID", (n) => short(n.node_id), "mono"],
+    ["ID", (n) => String(n.node_id).slice(0, 12), "mono"],
     ["State", (n) => el("span", { class: n.alive ? "state-ALIVE" : "state-DEAD" }, n.alive ? "ALIVE" : "DEAD")],
     ["Resources used / total", (n) => resourceBars(n.resources_total, n.resources_used)],
     ["Queued demand", (n) => (n.pending_demand.length ? JSON.stringify(n.pending_demand) : "-")],
@@ -165,15 +165,22 @@ function layoutTimeline(trace) {
     else if (ev.ph === "b" || ev.ph === "e") (sched[ev.id] = sched[ev.id] || {})[ev.ph] = ev;
     else if (ev.ph === "s" || ev.ph === "f") (flows[ev.id] = flows[ev.id] || {})[ev.ph] = ev;
   }
-  const rowKeys = [...new Set(spans.map((s) => `${s.pid}/${s.tid}`))];
-  for (const p of Object.values(sched)) if (p.b) rowKeys.push(`${p.b.pid}/${p.b.tid}`);
+  // Like the 0.2 UI: show the last N spans (by end time) and the time they cover.
+  const count = Math.max(1, Number(document.getElementById("timeline-count").value) || 200);
+  spans.sort((a, b) => a.ts + a.dur - (b.ts + b.dur));
+  const shown = spans.slice(-count);
+  let t0 = Infinity, t1 = -Infinity;
+  for (const s of shown) { t0 = Math.min(t0, s.ts); t1 = Math.max(t1, s.ts + s.dur); }
+  const inWindow = (a, b) => b >= t0 && a <= t1;
+  const schedShown = Object.values(sched).filter((p) => p.b && p.e && inWindow(p.b.ts, p.e.ts));
+  const flowsShown = Object.values(flows).filter((p) => p.s && p.f && inWindow(p.s.ts, p.f.ts));
+  for (const p of schedShown) t0 = Math.min(t0, p.b.ts);
+  const rowKeys = shown.map((s) => `${s.pid}/${s.tid}`);
+  for (const p of schedShown) rowKeys.push(`${p.b.pid}/${p.b.tid}`);
+  for (const p of flowsShown) rowKeys.push(`${p.s.pid}/${p.s.tid}`, `${p.f.pid}/${p.f.tid}`);
   const rows = [...new Set(rowKeys)].sort();
   const label = (key) => `${names[key.split("/")[0]] || ""} · ${threads[key] || key}`;
-  let t0 = Infinity, t1 = -Infinity;
-  for (const s of spans) { t0 = Math.min(t0, s.ts); t1 = Math.max(t1, s.ts + s.dur); }
-  for (const p of Object.values(sched)) if (p.b && p.e) { t0 = Math.min(t0, p.b.ts); t1 = Math.max(t1, p.e.ts); }
-  return { rows, label, spans, sched: Object.values(sched).filter((p) => p.b && p.e),
-    flows: Object.values(flows).filter((p) => p.s && p.f), t0, t1 };
+  return { rows, label, spans: shown, total: spans.length, sched: schedShown, flows: flowsShown, t0, t1 };
 }
 
 function drawTimeline(trace) {
@@ -239,7 +246,7 @@ function drawTimeline(trace) {
   }
   canvas.dataset.drawnSpans = String(L.spans.length);
   canvas.dataset.drawnArrows = String(L.flows.length);
-  info.textContent = `${L.spans.length} spans, ${L.sched.length} scheduling phases, ` +
+  info.textContent = `${L.spans.length} of ${L.total} spans, ${L.sched.length} scheduling phases, ` +
     `${L.flows.length} dependency arrows over ${((L.t1 - L.t0) / 1000).toFixed(1)} ms`;
 }
 
@@ -257,6 +264,9 @@ function setupTooltip() {
     tip.style.left = `${mx + 12}px`; tip.style.top = `${my + 12}px`; tip.hidden = false;
   });
   canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
+  document.getElementById("timeline-count").addEventListener("change", () => {
+    if (state.trace) drawTimeline(state.trace);
+  });
 }
 
 // -- polling ------------------------------------------------------------------------------
@@ -268,7 +278,7 @@ async function refresh() {
       getJSON("/api/errors"), getJSON("/api/logs"), getJSON("/api/timeline"),
     ]);
     renderSummary(summary); renderNodes(nodes); renderActors(actors); renderTasks(tasks);
-    renderErrors(errors); renderLogs(logs); drawTimeline(trace);
+    renderErrors(errors); renderLogs(logs); state.trace = trace; drawTimeline(trace);
     if (!state.logFilesShown || state.refreshes % 10 === 0) {
       renderLogFiles(await getJSON("/api/logs/files"));
       state.logFilesShown = true;
