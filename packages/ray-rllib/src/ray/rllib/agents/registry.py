@@ -87,6 +87,7 @@ ALGORITHMS.update({
     "APPO": _lazy("ray.rllib.agents.ppo.appo", "APPOTrainer"),
     "ES": _lazy("ray.rllib.agents.es", "ESTrainer"),
     "ARS": _lazy("ray.rllib.agents.ars", "ARSTrainer"),
+    "MARWIL": _lazy("ray.rllib.agents.marwil", "MARWILTrainer"),
 })
 
 
