@@ -61,6 +61,10 @@ def init(address: str | None = None, **kwargs):
             )
         address = address or kwargs.pop("redis_address", None)
         config = build_config(kwargs.get("_internal_config") or kwargs.get("_system_config"))
+        if kwargs.get("load_code_from_local"):
+            import dataclasses
+
+            config = dataclasses.replace(config, load_code_from_local=True)
         if kwargs.get("local_mode") or kwargs.get("driver_mode") in (1, "PYTHON_MODE"):
             from ray._private.runtime.local_mode import LocalRuntime
 

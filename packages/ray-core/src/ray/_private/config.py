@@ -45,6 +45,9 @@ class RayConfig:
     max_profile_events_buffered: int = 100_000
     task_events_flush_period_s: float = 0.2
     log_to_driver_poll_s: float = 0.1
+    # Workers import functions/classes from their own copy of the code (by module and
+    # name) instead of unpickling them from the GCS (ray.init/ray start --load-code-from-local).
+    load_code_from_local: bool = False
 
 
 _FIELDS = {f.name for f in dataclasses.fields(RayConfig)}

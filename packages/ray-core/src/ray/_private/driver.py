@@ -72,6 +72,11 @@ def start_driver(address, kwargs: dict, config):
         raise
     if node_info is None:
         node_info = _local_node_from_gcs(gcs, kwargs.get("node_ip_address"))
+        if not config.load_code_from_local and gcs.get(
+                keys.kv("cluster", "load_code_from_local")):
+            import dataclasses
+
+            config = dataclasses.replace(config, load_code_from_local=True)
     elif getattr(procs, "shard_addresses", None):
         import json
 
@@ -147,7 +152,8 @@ def _start_embedded(kwargs, config, password):
     threading.Thread(target=importlib.import_module, args=("redis",), daemon=True).start()
     resources = _node_resources(kwargs)  # validate before starting anything
     session_dir = node_mod.new_session_dir(kwargs.get("temp_dir") or kwargs.get("_temp_dir"))
-    procs = node_mod.NodeProcesses(session_dir, owned_by_driver=True)
+    procs = node_mod.NodeProcesses(session_dir, owned_by_driver=True,
+                                   redirect_output=kwargs.get("redirect_output", True) is not False)
     node_ip = kwargs.get("node_ip_address") or "127.0.0.1"
     try:
         gcs_address = procs.start_redis(
@@ -172,6 +178,7 @@ def _start_embedded(kwargs, config, password):
             huge_pages=bool(kwargs.get("huge_pages")), head=True,
             raylet_socket=kwargs.get("raylet_socket_name"),
             plasma_socket=kwargs.get("plasma_store_socket_name"),
+            redirect_worker_output=kwargs.get("redirect_worker_output", True) is not False,
         )
     except BaseException:
         procs.kill_all()

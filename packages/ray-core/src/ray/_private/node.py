@@ -120,12 +120,16 @@ def _set_pdeathsig():
 class NodeProcesses:
     """The processes this node started; ``kill_all`` stops them in reverse order."""
 
-    def __init__(self, session_dir: str, owned_by_driver: bool):
+    def __init__(self, session_dir: str, owned_by_driver: bool, redirect_output: bool = True):
         self.session_dir = session_dir
         self.owned_by_driver = owned_by_driver
+        # False (ray start --no-redirect-output): daemons write to this process's terminal.
+        self.redirect_output = redirect_output
         self.procs: list[tuple[str, subprocess.Popen]] = []
 
     def _log(self, name):
+        if not self.redirect_output:
+            return contextlib.nullcontext(None)
         return open(os.path.join(self.session_dir, "logs", name), "ab")
 
     def start_redis(self, *, host: str, port: int | None, password: str | None,
@@ -182,7 +186,8 @@ class NodeProcesses:
                      huge_pages: bool = False, node_manager_port: int = 0,
                      object_manager_port: int = 0,
                      head: bool = False, raylet_socket: str | None = None,
-                     plasma_socket: str | None = None, timeout_s: float = 30.0) -> dict:
+                     plasma_socket: str | None = None, timeout_s: float = 30.0,
+                     redirect_worker_output: bool = True) -> dict:
         sockets = socket_dir(self.session_dir)
         raylet_socket = raylet_socket or os.path.join(sockets, f"raylet-{node_id[:8]}")
         plasma_socket = plasma_socket or os.path.join(sockets, f"plasma_store-{node_id[:8]}")
@@ -201,6 +206,8 @@ class NodeProcesses:
             cmd += ["--plasma-directory", plasma_directory]
         if huge_pages:
             cmd.append("--huge-pages")
+        if not redirect_worker_output:
+            cmd.append("--no-redirect-worker-output")
         if head:
             cmd.append("--head")
         if self.owned_by_driver:

@@ -99,11 +99,16 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
     from ray._private import auth
 
     config = build_config(internal_config)
+    if load_code_from_local:
+        import dataclasses
+
+        config = dataclasses.replace(config, load_code_from_local=True)
     redis_password = (redis_password or auth.new_secret()) if head else \
         auth.resolve_secret(address, redis_password)
     node_ip = node_ip_address or node_mod.get_node_ip_address()
     session_dir = node_mod.new_session_dir(temp_dir)
-    procs = node_mod.NodeProcesses(session_dir, owned_by_driver=False)
+    procs = node_mod.NodeProcesses(session_dir, owned_by_driver=False,
+                                   redirect_output=not no_redirect_output)
     try:
         if head:
             address = procs.start_redis(
@@ -124,6 +129,8 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
             gcs.set(keys.REDIS_SHARDS, json.dumps(shards).encode())
             if autoscaling_config:
                 gcs.set(keys.kv("autoscaler", "config_path"), autoscaling_config.encode())
+            if load_code_from_local:  # drivers that join export code by reference
+                gcs.set(keys.kv("cluster", "load_code_from_local"), b"1")
             gcs.close()
         total = {"CPU": num_cpus if num_cpus is not None else (os.cpu_count() or 1)}
         if num_gpus:
@@ -138,6 +145,7 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
             node_manager_port=node_manager_port or 0,
             object_manager_port=object_manager_port or 0, head=head,
             raylet_socket=raylet_socket_name, plasma_socket=plasma_store_socket_name,
+            redirect_worker_output=not no_redirect_worker_output,
         )
     except Exception as exc:
         procs.kill_all()

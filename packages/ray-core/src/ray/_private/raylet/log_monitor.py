@@ -15,6 +15,8 @@ def publish_new_lines(node) -> None:
             continue
         lines = []
         for i, path in enumerate(worker.log_paths):
+            if path.startswith("/proc/"):  # not redirected to files: nothing to stream
+                continue
             try:
                 size = os.path.getsize(path)
             except OSError:

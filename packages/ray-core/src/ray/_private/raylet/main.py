@@ -32,6 +32,7 @@ def parse_args(argv=None):
     p.add_argument("--object-manager-port", type=int, default=0)
     p.add_argument("--owner-pid", type=int, default=0)
     p.add_argument("--head", action="store_true")
+    p.add_argument("--no-redirect-worker-output", action="store_true")
     p.add_argument("--config-json", default="{}")
     p.add_argument("--ready-fd", type=int, default=-1)
     return p.parse_args(argv)

@@ -60,6 +60,7 @@ class NodeManager:
             ],  # the cluster secret travels in the environment ($RAY_REDIS_PASSWORD)
             env=env,
             max_idle=max(1, int(self.num_prestart * config.max_idle_workers_factor)),
+            redirect_output=not args.no_redirect_worker_output, output_pid=args.owner_pid,
         )
         self.pending: dict[int, tuple[LeaseRequest, Deferred, object]] = {}
         self.waiting_for_worker: list[tuple[Grant, Deferred, object]] = []

@@ -82,9 +82,13 @@ class ForkedProcess:
 
 
 class WorkerPool:
-    def __init__(self, *, session_dir: str, worker_args: list[str], env: dict, max_idle: int):
+    def __init__(self, *, session_dir: str, worker_args: list[str], env: dict, max_idle: int,
+                 redirect_output: bool = True, output_pid: int | None = None):
         self.session_dir = session_dir
         self.logs_dir = os.path.join(session_dir, "logs")
+        # False (ray start --no-redirect-worker-output): workers write where the raylet does.
+        self.redirect_output = redirect_output
+        self.output_pid = output_pid or os.getpid()  # whose stdout/stderr they then share
         self.worker_args = worker_args
         self.env = env
         self.max_idle = max_idle
@@ -130,8 +134,12 @@ class WorkerPool:
     def start_worker(self) -> WorkerProc:
         worker_id = os.urandom(20)
         tag = worker_id.hex()[:12]
-        out_path = os.path.join(self.logs_dir, f"worker-{tag}.out")
-        err_path = os.path.join(self.logs_dir, f"worker-{tag}.err")
+        if self.redirect_output:
+            out_path = os.path.join(self.logs_dir, f"worker-{tag}.out")
+            err_path = os.path.join(self.logs_dir, f"worker-{tag}.err")
+        else:  # the driver's (embedded) or raylet's stdout/stderr, reopened
+            out_path = f"/proc/{self.output_pid}/fd/1"
+            err_path = f"/proc/{self.output_pid}/fd/2"
         worker = WorkerProc(worker_id, None, (out_path, err_path))
         self.workers[worker_id] = worker
         if self.zygote is None or self.zygote_ready or self.zygote.poll() is not None:

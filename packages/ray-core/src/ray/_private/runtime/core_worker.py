@@ -87,7 +87,7 @@ class CoreWorker:
         self.actor_owner = None
         self.memory_store = MemoryStore()
         self.refs = ReferenceCounter(self._on_ref_freed)
-        self.functions = FunctionManager(gcs, self.job_hex)
+        self.functions = FunctionManager(gcs, self.job_hex, config.load_code_from_local)
         self.submitter = TaskSubmitter(self)
         self.executor = TaskExecutor(self)
         self.actors = None  # set below (ActorManager) to avoid an import cycle
@@ -207,7 +207,7 @@ class CoreWorker:
         self.job_id = ids_mod.JobID.from_hex(job_hex)
         self.job_id_bytes = self.job_id.binary()
         self.job_hex = job_hex
-        self.functions = FunctionManager(self.gcs, job_hex)
+        self.functions = FunctionManager(self.gcs, job_hex, self.config.load_code_from_local)
         self.ids = ids_mod.IdGenerator(self.job_id)
 
     def connect_worker(self, address, on_lost=None) -> RpcPeer:

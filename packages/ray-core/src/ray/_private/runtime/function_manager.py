@@ -4,11 +4,18 @@ A function's id is the hash of its pickled bytes, so redefining a function
 (new code) gives a new id and later calls run the new version. Pickling happens
 at the first ``.remote()`` call, not at decoration, so a function may refer to
 helpers defined after it.
+
+With ``load_code_from_local`` the GCS holds only ``module:qualname`` for code
+that lives in an importable module, and workers import it from their own copy
+(the same code must be installed on every node); code defined in ``__main__`` or
+inside a function is still pickled.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import sys
 import threading
 
 import cloudpickle
@@ -16,19 +23,51 @@ import cloudpickle
 from ray._private.gcs import keys
 from ray.exceptions import RaySystemError
 
+LOCAL_PREFIX = b"\x00ray-local-code:"
+
+
+def local_reference(obj) -> bytes | None:
+    """``module:qualname`` for objects a worker can import itself, else None."""
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", "")
+    if not module or module == "__main__" or "<" in qualname:
+        return None
+    mod = sys.modules.get(module)
+    if mod is None or getattr(mod, "__spec__", None) is None:
+        return None
+    return f"{module}:{qualname}".encode()
+
+
+def import_local(reference: bytes):
+    module, _, qualname = reference.decode().partition(":")
+    try:
+        obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise RaySystemError(
+            f"load_code_from_local: this worker cannot import {module}.{qualname} ({exc}). "
+            "Install the same code on every node (importable from the workers' sys.path), "
+            "or start the cluster without --load-code-from-local."
+        ) from None
+    # The module attribute is the @ray.remote wrapper; workers want what it wraps.
+    return getattr(obj, "_function", None) or getattr(obj, "__ray_actor_class__", None) or obj
+
 
 class FunctionManager:
-    def __init__(self, gcs, job_hex: str):
+    def __init__(self, gcs, job_hex: str, load_code_from_local: bool = False):
         self._gcs = gcs
         self._job_hex = job_hex
+        self.load_code_from_local = load_code_from_local
         self._exported: set[bytes] = set()
         self._cache: dict[bytes, object] = {}
         self._lock = threading.Lock()
 
     def export(self, obj) -> bytes:
         """Pickle ``obj`` and store it in the GCS (idempotent); return its id."""
+        reference = local_reference(obj) if self.load_code_from_local else None
         try:
-            pickled = cloudpickle.dumps(obj)
+            pickled = LOCAL_PREFIX + reference if reference else cloudpickle.dumps(obj)
         except Exception as exc:
             raise TypeError(
                 f"Could not serialize {getattr(obj, '__qualname__', obj)!r} for remote "
@@ -56,7 +95,10 @@ class FunctionManager:
                 f"Function {function_id.hex()} is not in the GCS (key {key}); was the "
                 "driver that defined it disconnected?"
             )
-        obj = cloudpickle.loads(pickled)
+        if pickled.startswith(LOCAL_PREFIX):
+            obj = import_local(pickled[len(LOCAL_PREFIX):])
+        else:
+            obj = cloudpickle.loads(pickled)
         with self._lock:
             self._cache[function_id] = obj
         return obj
