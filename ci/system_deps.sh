@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Debian packages some test suites need (network namespaces, sshd, rsync, parallel-ssh).
+# Debian packages some test suites need (network namespaces, sshd, rsync,
+# parallel-ssh, shellcheck).
 # Idempotent and quick when everything is present; skipped when not root.
 set -euo pipefail
 need=()
@@ -11,6 +12,7 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 # The dashboard's end-to-end test drives headless Chromium.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v parallel-ssh >/dev/null 2>&1 || command -v pssh >/dev/null 2>&1 || need+=(pssh)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
 fi

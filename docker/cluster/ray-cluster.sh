@@ -77,7 +77,7 @@ worker_hosts() {
 HOSTS=$(worker_hosts)
 [ -n "$HOSTS" ] || [ "$CMD" = script ] || die "'$WORKERS' lists no worker"
 HOSTFILE=$(mktemp); trap 'rm -f "$HOSTFILE"' EXIT
-[ -z "$HOSTS" ] || printf '%s\n' $HOSTS > "$HOSTFILE"
+[ -z "$HOSTS" ] || printf '%s\n' "$HOSTS" > "$HOSTFILE"
 
 strip_host() { local h=${1#*@}; echo "${h%%:*}"; }
 

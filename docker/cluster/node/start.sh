@@ -1,6 +1,7 @@
 # Start Ray on this node: RAY_ROLE=head starts a new cluster (Redis/GCS on REDIS_PORT), a
 # worker joins HEAD_IP:REDIS_PORT. Ray processes this node already runs are stopped first.
 set -eu
+# shellcheck disable=SC2088  # a literal "~/" from the head expands here
 case ${RAY_VENV:-} in "~/"*) RAY_VENV=$HOME/${RAY_VENV#"~/"} ;; esac
 RAY_BIN=${RAY_BIN:-${RAY_VENV:+$RAY_VENV/bin}}
 # ssh runs no login shell: PATH may not reach the Python that has Ray (set RAY_BIN).

@@ -14,14 +14,16 @@ NAME=ray-node-$NODE_IP
 "$DOCKER" rm -f "$NAME" >/dev/null 2>&1 || true
 if [ "$RAY_ROLE" = head ]; then
   set -- --head --redis-port="${REDIS_PORT:-6379}"
+  ROLE_ARGS=${RAY_HEAD_ARGS:-}
 else
   set -- --address="$HEAD_IP:${REDIS_PORT:-6379}"
+  ROLE_ARGS=
 fi
-# shellcheck disable=SC2086  # DOCKER_RUN_ARGS / RAY_START_ARGS / RAY_HEAD_ARGS are word lists
+# shellcheck disable=SC2086  # DOCKER_RUN_ARGS / RAY_START_ARGS / ROLE_ARGS are word lists
 "$DOCKER" run -d --name "$NAME" --label ray.node-ip="$NODE_IP" --net=host \
   --shm-size="${SHM_SIZE:-2g}" ${DOCKER_RUN_ARGS:-} "$RAY_IMAGE" \
   "$@" --node-ip-address="$NODE_IP" ${REDIS_PASSWORD:+--redis-password="$REDIS_PASSWORD"} \
-  ${RAY_START_ARGS:-} $([ "$RAY_ROLE" = head ] && echo "${RAY_HEAD_ARGS:-}")
+  ${RAY_START_ARGS:-} $ROLE_ARGS
 sleep 2
 if [ "$("$DOCKER" inspect -f '{{.State.Running}}' "$NAME")" != true ]; then
   echo "start_docker: container $NAME on $(hostname) exited:" >&2

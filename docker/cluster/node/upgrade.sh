@@ -4,9 +4,11 @@
 # RAY_GIT_PULL=1), the way the 0.2 docs upgraded a cluster from a source checkout.
 set -eu
 RAY_VENV=${RAY_VENV:-$HOME/ray-venv}
+# shellcheck disable=SC2088  # a literal "~/" from the head expands here
 case $RAY_VENV in "~/"*) RAY_VENV=$HOME/${RAY_VENV#"~/"} ;; esac
 if [ -z "${RAY_INSTALL:-}" ]; then
   RAY_SRC=${RAY_SRC:-$HOME/ray}
+  # shellcheck disable=SC2088  # a literal "~/" from the head expands here
   case $RAY_SRC in "~/"*) RAY_SRC=$HOME/${RAY_SRC#"~/"} ;; esac
   if [ ! -d "$RAY_SRC/packages/ray-core" ]; then
     echo "upgrade: no checkout of this repository at $RAY_SRC on $(hostname): clone it there," \
