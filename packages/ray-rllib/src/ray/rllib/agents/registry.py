@@ -88,6 +88,8 @@ ALGORITHMS.update({
     "ES": _lazy("ray.rllib.agents.es", "ESTrainer"),
     "ARS": _lazy("ray.rllib.agents.ars", "ARSTrainer"),
     "MARWIL": _lazy("ray.rllib.agents.marwil", "MARWILTrainer"),
+    "QMIX": _lazy("ray.rllib.agents.qmix", "QMixTrainer"),
+    "VDN": _lazy("ray.rllib.agents.qmix", "VDNTrainer"),
 })
 
 
