@@ -263,13 +263,16 @@ def test_redis_shards_hold_the_sharded_tables(ray_start):
             return i
 
     ray.get([traced.remote(i) for i in range(10)])
-    primary = redis.Redis.from_url(f"redis://{info['redis_address']}")
+    from ray._private import auth
+
+    password = auth.cluster_secret()  # every shard requires the cluster secret
+    primary = redis.Redis.from_url(f"redis://{info['redis_address']}", password=password)
     shards = json.loads(primary.get(keys.REDIS_SHARDS))
     assert len(shards) == 2
     deadline = time.time() + 10
     while time.time() < deadline:
-        in_shards = sum(redis.Redis.from_url(f"redis://{a}").llen(keys.PROFILE_EVENTS)
-                        for a in shards)
+        in_shards = sum(redis.Redis.from_url(f"redis://{a}", password=password)
+                        .llen(keys.PROFILE_EVENTS) for a in shards)
         if in_shards and sum(e["name"] == "sharded" for e in ray.timeline()) == 10:
             break
         time.sleep(0.2)
