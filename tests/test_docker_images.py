@@ -36,15 +36,17 @@ def images():
 
 def test_head_and_worker_containers_form_a_cluster(images):
     ip, port = _ip(), 26391
+    # Containers share no files: the worker needs the cluster secret given explicitly.
+    secret = "dockertest-" + os.urandom(8).hex()
     names = ["raytest-head", "raytest-worker"]
     run = ["podman", "run", "-d", "--network=host", "--shm-size=1g"]
     try:
         subprocess.run([*run, "--name", names[0], "localhost/ray/deploy:dev", "--head",
-                        f"--redis-port={port}", "--num-cpus=1",
+                        f"--redis-port={port}", f"--redis-password={secret}", "--num-cpus=1",
                         "--object-store-memory=200000000"], check=True)
         time.sleep(3)
         subprocess.run([*run, "--name", names[1], "localhost/ray/deploy:dev",
-                        f"--address={ip}:{port}", "--num-cpus=1",
+                        f"--address={ip}:{port}", f"--redis-password={secret}", "--num-cpus=1",
                         "--object-store-memory=200000000", '--resources={"w": 1}'], check=True)
         code = f"""
 import time, ray
