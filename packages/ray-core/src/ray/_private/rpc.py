@@ -76,7 +76,7 @@ class Future:
             event.set()
         if callbacks:
             for cb in callbacks:
-                cb(self)
+                self._run_callback(cb)
 
     def set_error(self, error: BaseException):
         self.set_result(None, error)
@@ -88,7 +88,15 @@ class Future:
                     self._callbacks = []
                 self._callbacks.append(cb)
                 return
-        cb(self)
+        self._run_callback(cb)
+
+    def _run_callback(self, cb) -> None:
+        # Callbacks run on the I/O thread inside the reader; one that raises must not
+        # be mistaken for a malformed stream (that would close the whole connection).
+        try:
+            cb(self)
+        except Exception:
+            logger.exception("a reply callback failed")
 
     def result(self, timeout: float | None = None):
         if not self._done:
