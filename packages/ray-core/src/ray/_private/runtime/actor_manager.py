@@ -172,10 +172,21 @@ class ActorManager:
             try:
                 reply = f.result()
             except (RemoteError, RayConnectionError) as exc:
+                if raylet is not core.raylet and not core.shutting_down:
+                    # The raylet we spilled to went away with its node: ask ours again.
+                    core.loop.call_later(0.1, self._lease_and_start, owned, core.raylet, False)
+                    return
                 self._mark_dead(owned.actor_id, f"could not lease a worker: {exc}")
                 return
             if "spillback" in reply:
-                self._lease_and_start(owned, core.raylet_peer_for(reply["spillback"]), True)
+                try:
+                    target = core.raylet_peer_for(reply["spillback"])
+                except OSError:
+                    # Spilled to a node that just died (this runs on the I/O thread, so
+                    # raising here would close the connection it came from): retry locally.
+                    core.loop.call_later(0.1, self._lease_and_start, owned, core.raylet, False)
+                    return
+                self._lease_and_start(owned, target, True)
                 return
             if "infeasible" in reply:
                 return
