@@ -20,7 +20,15 @@ from plasma.errors import (
     SerializationError,
     StoreConnectionError,
 )
-from plasma.store import PlasmaStore
+
+
+def __getattr__(name):
+    # The server (and asyncio with it) loads only where a store runs, not in every client.
+    if name == "PlasmaStore":
+        from plasma.store import PlasmaStore
+
+        return PlasmaStore
+    raise AttributeError(f"module 'plasma' has no attribute {name!r}")
 
 __all__ = [
     "ObjectExistsError",

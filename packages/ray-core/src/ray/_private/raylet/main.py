@@ -51,16 +51,20 @@ def main(argv=None):
         setproctitle.setproctitle("ray::raylet")
     except ImportError:
         pass
-    from ray._private.raylet.node_manager import NodeManager
+    from ray._private import auth
+    from ray._private.raylet import worker_pool
     from ray._private.workers.default_worker import die_with_parent_if_owned
 
     if args.owner_pid:
         die_with_parent_if_owned()
-    config = build_config(args.config_json)
-    from ray._private import auth
-
     secret = args.redis_password or os.environ.get(auth.SECRET_ENV)
     auth.set_cluster_secret(secret, export=True)
+    # First, so the zygote's imports overlap the raylet's own start-up.
+    args.zygote = worker_pool.spawn_zygote(os.path.join(args.session_dir, "logs"),
+                                           worker_pool.worker_env(args.config_json))
+    from ray._private.raylet.node_manager import NodeManager
+
+    config = build_config(args.config_json)
     gcs = connect(args.gcs_address, secret or "", config.gcs_connect_timeout_s)
     node = NodeManager(args, config, gcs)
     try:

@@ -28,7 +28,7 @@ from ray._private.raylet.scheduler import (
     RemoteNode,
     Spillback,
 )
-from ray._private.raylet.worker_pool import IDLE, LEASED, STARTING, WorkerPool
+from ray._private.raylet.worker_pool import IDLE, LEASED, STARTING, WorkerPool, worker_env
 from ray._private.rpc import Deferred
 
 logger = logging.getLogger(__name__)
@@ -47,10 +47,7 @@ class NodeManager:
         self.scheduler = LeaseScheduler(self.resources)
         prestart = config.num_prestart_workers
         self.num_prestart = int(total.get("CPU", 0)) if prestart is None else prestart
-        env = dict(os.environ)
-        env["RAY_CONFIG_JSON"] = args.config_json
-        # Workers fault pages in as they touch them; only drivers pre-fault (fast first put).
-        env["PLASMA_CLIENT_PREFAULT_BYTES"] = "0"
+        env = worker_env(args.config_json)
         self.pool = WorkerPool(
             session_dir=self.session_dir,
             worker_args=[
@@ -98,7 +95,7 @@ class NodeManager:
         from ray._private.raylet.object_manager import TransferServer
 
         self.transfer = TransferServer(self, self.node_ip, self.args.object_manager_port or 0)
-        self.pool.start_zygote()
+        self.pool.start_zygote(self.args.zygote)
         for _ in range(self.num_prestart):
             self.pool.start_worker()  # placeholders until the zygote is ready
         self.loop.create_task(self._zygote_ready())

@@ -20,6 +20,32 @@ logger = logging.getLogger(__name__)
 STARTING, IDLE, LEASED, DEAD = "starting", "idle", "leased", "dead"
 
 
+def worker_env(config_json: str) -> dict:
+    """The environment of worker processes (the cluster secret rides in it)."""
+    env = dict(os.environ)
+    env["RAY_CONFIG_JSON"] = config_json
+    # Workers fault pages in as they touch them; only drivers pre-fault (fast first put).
+    env["PLASMA_CLIENT_PREFAULT_BYTES"] = "0"
+    return env
+
+
+def spawn_zygote(logs_dir: str, env: dict) -> subprocess.Popen:
+    """The fork server: imports the worker runtime once; workers are forked from it.
+
+    The raylet spawns it before its own heavy imports, so the first worker is ready
+    as early as possible (it is on the ``ray.init()``-to-first-result path).
+    """
+    err = open(os.path.join(logs_dir, "zygote.err"), "ab")  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "ray._private.workers.zygote"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
+            close_fds=True, preexec_fn=_die_with_parent,
+        )
+    finally:
+        err.close()
+
+
 class WorkerProc:
     __slots__ = (
         "worker_id", "proc", "pid", "peer", "address", "state", "job_id", "lease",
@@ -99,16 +125,9 @@ class WorkerPool:
         self.zygote_ready = False
 
     # -- the fork server ---------------------------------------------------------------
-    def start_zygote(self) -> None:
-        err = open(os.path.join(self.logs_dir, "zygote.err"), "ab")  # noqa: SIM115
-        try:
-            self.zygote = subprocess.Popen(
-                [sys.executable, "-m", "ray._private.workers.zygote"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=self.env,
-                close_fds=True, preexec_fn=_die_with_parent,
-            )
-        finally:
-            err.close()
+    def start_zygote(self, started: subprocess.Popen | None = None) -> None:
+        """Adopt a zygote the raylet spawned first thing (see ``spawn_zygote``), or start one."""
+        self.zygote = started or spawn_zygote(self.logs_dir, self.env)
 
     def wait_zygote(self) -> bool:
         """Block until the zygote has imported everything (run in a thread)."""
