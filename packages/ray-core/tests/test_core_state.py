@@ -36,7 +36,7 @@ def test_flush_ships_batches_trims_the_gcs_list_and_reports_drops():
     gcs = InMemoryGcs()
     buffer = profiling.EventBuffer(capacity=50)
     for i in range(80):
-        buffer.append(("task:execute", f"f{i}", float(i), i + 0.5, 7, {"task_id": b"\x01" * 4}))
+        buffer.append(("task:execute", f"f{i}", float(i), i + 0.5, 7, b"\x01" * 4))  # compact id
     sent = profiling.flush(gcs, buffer, "10.0.0.1", "worker:ab", batch_events=20, max_batches=2)
     assert sent == 51  # 50 kept + one event saying 30 were dropped
     batches = gcs.lrange(keys.PROFILE_EVENTS)

@@ -1,7 +1,9 @@
 """Profile events: a bounded per-process buffer and its batched flush to the GCS.
 
 Every process (driver, worker, raylet) records spans as plain tuples
-``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer``; a
+``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer`` (``extra``
+is a dict, or just a task id's bytes: the compact, per-task form of
+``{"task_id": ...}``, which keeps the hot path free of dict building); a
 periodic flush ships them to the GCS list ``ray:profile_events`` in batches of
 at most ``batch_events`` tuples, one ``[node_ip, component, events]`` msgpack
 record per batch. Memory stays bounded at both ends: the buffer holds at most
@@ -12,6 +14,7 @@ the GCS list is trimmed to ``max_batches`` records per shard.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -26,13 +29,14 @@ DROPPED_EVENT = "profile:dropped"
 class EventBuffer:
     """A bounded list of event tuples, safe to append from any thread."""
 
-    __slots__ = ("capacity", "dropped", "_events", "_lock")
+    __slots__ = ("capacity", "dropped", "pid", "_events", "_lock")
 
     def __init__(self, capacity: int):
         if capacity < 1:
             raise ValueError(f"max_profile_events_buffered must be >= 1, got {capacity}")
         self.capacity = capacity
         self.dropped = 0
+        self.pid = os.getpid()  # cached: getpid is a system call, spans are per task
         self._events: list = []
         self._lock = threading.Lock()
 
@@ -53,6 +57,33 @@ class EventBuffer:
 
     def __len__(self) -> int:
         return len(self._events)
+
+
+class Span:
+    """``with Span(buffer, "task:execute", name, extra):`` records one span.
+
+    A slotted class rather than a generator context manager: this runs around
+    every task, and costs about a third as much."""
+
+    __slots__ = ("buffer", "event_type", "name", "extra", "start")
+
+    def __init__(self, buffer: EventBuffer, event_type: str, name: str, extra=None):
+        self.buffer = buffer
+        self.event_type = event_type
+        self.name = name
+        self.extra = extra
+
+    def __enter__(self):
+        self.start = time.time()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.buffer.append((self.event_type, self.name, self.start, time.time(),
+                            self.buffer.pid, self.extra))
+        return False
+
+
+NO_SPAN = contextlib.nullcontext()  # what profile spans are when profiling is off
 
 
 def flush(gcs, buffer: EventBuffer, node_ip: str, component: str, *,
@@ -81,9 +112,17 @@ def decode_batches(raw_batches) -> list[dict]:
             out.append({
                 "event_type": event_type, "name": name, "start": start, "end": end,
                 "node_ip": node_ip, "worker": component, "pid": pid,
-                "extra": _hexify(extra) if extra else {},
+                "extra": _extra(extra),
             })
     return out
+
+
+def _extra(extra) -> dict:
+    if not extra:
+        return {}
+    if isinstance(extra, bytes):
+        return {"task_id": extra.hex()}
+    return _hexify(extra)
 
 
 def _hexify(extra: dict) -> dict:
@@ -97,4 +136,4 @@ def _hexify(extra: dict) -> dict:
     return out
 
 
-__all__ = ["DROPPED_EVENT", "EventBuffer", "decode_batches", "flush"]
+__all__ = ["DROPPED_EVENT", "NO_SPAN", "EventBuffer", "Span", "decode_batches", "flush"]

@@ -634,23 +634,19 @@ class CoreWorker:
         return fut
 
     # -- profiling ----------------------------------------------------------------------------
-    @contextlib.contextmanager
     def profile_span(self, event_type: str, name: str, extra=None):
+        """A context manager recording one timeline span (a no-op with profiling off)."""
         if not self.config.profiling_enabled:
-            yield
-            return
-        start = time.time()
-        try:
-            yield
-        finally:
-            self._profile_events.append((event_type, name, start, time.time(), os.getpid(), extra))
+            return profiling.NO_SPAN
+        return profiling.Span(self._profile_events, event_type, name, extra)
 
     def record_submission(self, task_id: bytes, name: str, arg_ids: list) -> None:
         """The timeline's scheduling phase starts here; ``arg_ids`` draw its arrows."""
         if self.config.profiling_enabled:
             now = time.time()
-            self._profile_events.append(("task:submit", name, now, now, os.getpid(),
-                                         {"task_id": task_id, "deps": arg_ids}))
+            events = self._profile_events
+            events.append(("task:submit", name, now, now, events.pid,
+                           {"task_id": task_id, "deps": arg_ids} if arg_ids else task_id))
 
     # -- public-API helpers -------------------------------------------------------------
     def export_function(self, fn) -> bytes:

@@ -177,7 +177,7 @@ class TaskExecutor:
             return prepared[1]
         _, fn, args, kwargs, ctx = prepared
         try:
-            with self.core.profile_span("task:execute", ctx[1], {"task_id": spec[TASK_ID]}):
+            with self.core.profile_span("task:execute", ctx[1], spec[TASK_ID]):
                 if kind == KIND_ACTOR_CREATION:
                     actor_worker.become_actor(self, spec, fn, args, kwargs)
                     value = None
@@ -213,8 +213,7 @@ class TaskExecutor:
                 values.append(None)
                 fetch.append((i, arg[1], arg[2]))
         if fetch:
-            with self.core.profile_span("task:fetch_arguments", spec[NAME],
-                                        {"task_id": spec[TASK_ID]}):
+            with self.core.profile_span("task:fetch_arguments", spec[NAME], spec[TASK_ID]):
                 fetched = self.core.get_by_ids([(oid, owner) for _, oid, owner in fetch], None)
             for (i, _, _), value in zip(fetch, fetched):
                 values[i] = value
