@@ -15,13 +15,19 @@ from ray._private.options import ActorOptions
 from ray._private.suggest import unknown_keyword_error
 
 
+def _is_cython_function(member) -> bool:
+    # Methods of a Cython-compiled class (``binding=True``) are cyfunctions, which
+    # inspect.isfunction does not recognise.
+    return type(member).__name__ == "cython_function_or_method"
+
+
 def _method_table(cls) -> dict[str, list]:
     """name -> [num_returns, is_async] for every public method of ``cls``."""
     table = {}
     for name, member in inspect.getmembers(cls):
         if name.startswith("__") and name not in ("__call__",):
             continue
-        if not (inspect.isfunction(member) or inspect.ismethod(member)):
+        if not (inspect.isfunction(member) or inspect.ismethod(member) or _is_cython_function(member)):
             continue
         num_returns = getattr(member, "__ray_num_returns__", 1)
         is_async = inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member)
