@@ -20,6 +20,7 @@ import time
 import numpy as np
 import yaml
 
+import ray
 import ray.rllib
 from ray.rllib.agents.registry import get_agent_class
 
@@ -51,6 +52,8 @@ def evaluate(trainer, env_id: str, episodes: int, seed: int) -> float:
 
 def run(name: str, seed: int, eval_every: int, eval_episodes: int) -> dict:
     spec = load_spec(name)
+    if spec["config"].get("num_workers", 0) and not ray.is_initialized():
+        ray.init(num_cpus=spec["config"]["num_workers"] + 1)
     max_steps = spec["stop"]["timesteps_total"]
     bar = BARS[name]
     trainer = get_agent_class(spec["run"])(env=spec["env"], config=dict(spec["config"], seed=seed))
@@ -89,8 +92,13 @@ def main(argv=None) -> None:
     parser.add_argument("--eval-every", type=int, default=5000)
     parser.add_argument("--eval-episodes", type=int, default=10)
     args = parser.parse_args(argv)
-    for name in args.names:
-        print(json.dumps(run(name, args.seed, args.eval_every, args.eval_episodes)), flush=True)
+    try:
+        for name in args.names:
+            print(json.dumps(run(name, args.seed, args.eval_every, args.eval_episodes)),
+                  flush=True)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
 
 
 if __name__ == "__main__":

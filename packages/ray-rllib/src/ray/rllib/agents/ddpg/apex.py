@@ -6,7 +6,7 @@ Per-worker exploration scales each worker's action noise by its Ape-X epsilon.
 from __future__ import annotations
 
 from ray.rllib.agents.ddpg.ddpg import DEFAULT_CONFIG as DDPG_CONFIG
-from ray.rllib.agents.ddpg.ddpg import DDPGTorchPolicy, DDPGTrainer
+from ray.rllib.agents.ddpg.ddpg import DDPGTorchPolicy
 from ray.rllib.agents.dqn.apex import ApexTrainer
 from ray.rllib.utils.merge import merge_dicts
 
@@ -33,7 +33,9 @@ class ApexDDPGTrainer(ApexTrainer):
     _default_config = APEX_DDPG_DEFAULT_CONFIG
     _policy = DDPGTorchPolicy
 
-    _maybe_update_target = DDPGTrainer._maybe_update_target
+    def _maybe_update_target(self) -> None:
+        if self.config["target_network_update_freq"] > 0:  # 0: the policy does it itself
+            ApexTrainer._maybe_update_target(self)
 
 
 __all__ = ["APEX_DDPG_DEFAULT_CONFIG", "ApexDDPGTrainer"]

@@ -1,0 +1,16 @@
+"""RLlib bar: DQN CartPole-v1 deterministic eval >= 450 within 100k steps (prints one JSON line).
+
+    python benchmarks/bench_rllib_dqn.py [--seed 0] [--eval-every N]
+
+Runs the ``cartpole-dqn`` tuned example through bench_rllib_offpolicy.py.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_rllib_offpolicy import main  # noqa: E402
+
+if __name__ == "__main__":
+    main(["cartpole-dqn", *sys.argv[1:]])

@@ -1,0 +1,281 @@
+"""DQN/Rainbow, Ape-X, DDPG, TD3, SAC and the replay optimizers, driven through the public API."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import ray
+from ray.rllib.agents.ddpg import ApexDDPGTrainer, DDPGTrainer, TD3Trainer
+from ray.rllib.agents.dqn import ApexTrainer, DQNTrainer
+from ray.rllib.agents.pg import PGTrainer
+from ray.rllib.agents.ppo.ppo import PPOTorchPolicy
+from ray.rllib.agents.sac import SACTrainer
+from ray.rllib.evaluation.worker_set import WorkerSet
+from ray.rllib.optimizers import (
+    LocalMultiGPUOptimizer,
+    SyncBatchReplayOptimizer,
+    SyncReplayOptimizer,
+)
+from ray.rllib.utils.merge import UnknownConfigKeyError
+
+TINY_DQN = {"num_workers": 0, "learning_starts": 100, "timesteps_per_iteration": 200,
+            "min_iter_time_s": 0, "train_batch_size": 16, "hiddens": [16],
+            "model": {"fcnet_hiddens": [16]}, "seed": 0}
+TINY_CONTINUOUS = {"num_workers": 0, "learning_starts": 100, "timesteps_per_iteration": 200,
+                   "min_iter_time_s": 0, "train_batch_size": 16, "seed": 0}
+TINY_DDPG = dict(TINY_CONTINUOUS, actor_hiddens=[16], critic_hiddens=[16],
+                 pure_exploration_steps=100)
+TINY_SAC = dict(TINY_CONTINUOUS, Q_model={"fcnet_hiddens": [16]},
+                policy_model={"fcnet_hiddens": [16]})
+
+
+def _train(trainer, iterations=1):
+    try:
+        result = {}
+        for _ in range(iterations):
+            result = trainer.train()
+        return result
+    finally:
+        trainer.stop()
+
+
+def test_dqn_trains_and_reports_q_statistics():
+    result = _train(DQNTrainer(env="CartPole-v1", config=TINY_DQN), 2)
+    assert result["timesteps_total"] >= 400
+    stats = result["info"]["learner"]["default_policy"]
+    for key in ("mean_q", "min_q", "max_q", "mean_td_error", "cur_epsilon", "grad_gnorm"):
+        assert np.isfinite(stats[key]), key
+    assert stats["cur_epsilon"] < 1.0  # annealing has begun
+
+
+def test_dqn_with_every_rainbow_option_trains():
+    config = dict(TINY_DQN, num_atoms=11, v_min=0.0, v_max=50.0, noisy=True, n_step=3,
+                  dueling=True, double_q=True, prioritized_replay=True)
+    result = _train(DQNTrainer(env="CartPole-v1", config=config))
+    stats = result["info"]["learner"]["default_policy"]
+    assert np.isfinite(stats["mean_td_error"]) and stats["mean_td_error"] > 0  # cross-entropy
+
+
+def test_dqn_save_restore_keeps_the_target_network(tmp_path):
+    trainer = DQNTrainer(env="CartPole-v1", config=TINY_DQN)
+    try:
+        trainer.train()
+        path = trainer.save(str(tmp_path))
+        target = trainer.get_policy().get_state()["target_weights"]
+        restored = DQNTrainer(env="CartPole-v1", config=TINY_DQN)
+        try:
+            restored.restore(path)
+            again = restored.get_policy().get_state()["target_weights"]
+            assert all(np.array_equal(target[k], again[k]) for k in target)
+            obs = gym.make("CartPole-v1").reset(seed=0)[0]
+            assert trainer.compute_action(obs, explore=False) == \
+                restored.compute_action(obs, explore=False)
+        finally:
+            restored.stop()
+    finally:
+        trainer.stop()
+
+
+def test_value_based_and_continuous_algorithms_refuse_the_wrong_action_space():
+    with pytest.raises(ValueError, match="Discrete action space.*DDPG, TD3 or SAC"):
+        DQNTrainer(env="Pendulum-v1", config=TINY_DQN)
+    with pytest.raises(ValueError, match="Box.*DQN"):
+        DDPGTrainer(env="CartPole-v1", config=TINY_DDPG)
+
+
+def test_unknown_dqn_key_gets_a_suggestion():
+    with pytest.raises(UnknownConfigKeyError, match="Did you mean 'double_q'"):
+        DQNTrainer(env="CartPole-v1", config={"doubleq": True})
+
+
+@pytest.mark.parametrize("trainer_cls, config", [
+    (DDPGTrainer, TINY_DDPG), (TD3Trainer, TINY_DDPG), (SACTrainer, TINY_SAC)])
+def test_continuous_control_trainers_learn_and_act_within_bounds(trainer_cls, config):
+    trainer = trainer_cls(env="Pendulum-v1", config=config)
+    try:
+        result = trainer.train()
+        stats = result["info"]["learner"]["default_policy"]
+        assert np.isfinite(stats["critic_loss"]) and np.isfinite(stats["mean_q"])
+        obs = gym.make("Pendulum-v1").reset(seed=0)[0]
+        for explore in (True, False):
+            action = trainer.compute_action(obs, explore=explore)
+            assert action.shape == (1,) and -2.0 <= float(action[0]) <= 2.0
+    finally:
+        trainer.stop()
+
+
+def test_td3_defaults_turn_the_tricks_on():
+    from ray.rllib.agents.ddpg import DEFAULT_CONFIG, TD3_DEFAULT_CONFIG
+
+    assert (DEFAULT_CONFIG["twin_q"], DEFAULT_CONFIG["policy_delay"]) == (False, 1)
+    assert (TD3_DEFAULT_CONFIG["twin_q"], TD3_DEFAULT_CONFIG["policy_delay"],
+            TD3_DEFAULT_CONFIG["smooth_target_policy"]) == (True, 2, True)
+
+
+def test_sync_replay_optimizer_waits_for_learning_starts_then_trains():
+    workers = WorkerSet(lambda ctx: gym.make("CartPole-v1"), DQNTrainer._policy,
+                        dict(TINY_DQN, sample_batch_size=10), num_workers=0)
+    try:
+        optimizer = SyncReplayOptimizer(workers, learning_starts=30, buffer_size=100,
+                                        train_batch_size=8)
+        for _ in range(2):
+            optimizer.step()
+        assert (optimizer.num_steps_sampled, optimizer.num_steps_trained) == (20, 0)
+        optimizer.step()
+        assert optimizer.num_steps_trained == 8
+        assert optimizer.stats()["replay_buffers"]["default_policy"]["num_entries"] == 30
+    finally:
+        workers.stop()
+
+
+def test_sync_batch_replay_optimizer_keeps_whole_batches_up_to_buffer_size():
+    workers = WorkerSet(lambda ctx: gym.make("CartPole-v1"), PGTrainer._policy,
+                        {"sample_batch_size": 10, "model": {"fcnet_hiddens": [8]}},
+                        num_workers=0)
+    try:
+        optimizer = SyncBatchReplayOptimizer(workers, learning_starts=20, buffer_size=30,
+                                             train_batch_size=15)
+        for _ in range(5):
+            optimizer.step()
+        stats = optimizer.stats()
+        assert stats["num_rows_stored"] == 30 and stats["num_batches_stored"] == 3
+        assert optimizer.num_steps_trained == 4 * 20  # steps 2..5, two 10-row batches each
+    finally:
+        workers.stop()
+
+
+def _multi_gpu_weights(num_gpus):
+    import torch
+
+    torch.manual_seed(0)
+    np.random.seed(0)
+    config = {"sample_batch_size": 64, "model": {"fcnet_hiddens": [8]}, "seed": 0,
+              "num_sgd_iter": 2, "sgd_minibatch_size": 32, "train_batch_size": 64}
+    workers = WorkerSet(lambda ctx: gym.make("CartPole-v1"), PPOTorchPolicy, config,
+                        num_workers=0)
+    try:
+        optimizer = LocalMultiGPUOptimizer(workers, sgd_batch_size=32, num_sgd_iter=2,
+                                           train_batch_size=64, num_gpus=num_gpus, seed=0)
+        assert len(optimizer.devices) == max(1, num_gpus)
+        stats = optimizer.step()
+        assert "total_loss" in stats["default_policy"]
+        return workers.local_worker().get_weights()["default_policy"]
+    finally:
+        workers.stop()
+
+
+def test_multi_gpu_optimizer_on_logical_cpu_devices_matches_one_device():
+    one, three = _multi_gpu_weights(0), _multi_gpu_weights(3)
+    for key in one:
+        np.testing.assert_allclose(one[key], three[key], rtol=1e-4, atol=1e-6)
+
+
+def test_apex_dqn_trains_from_remote_workers_through_replay_actors(ray_start_2_cpus):
+    config = dict(TINY_DQN, num_workers=2, sample_batch_size=20, learning_starts=100,
+                  buffer_size=5000, timesteps_per_iteration=200, target_network_update_freq=100,
+                  optimizer={"num_replay_buffer_shards": 1, "max_weight_sync_delay": 40,
+                             "debug": True})
+    trainer = ApexTrainer(env="CartPole-v1", config=config)
+    shards = list(trainer.optimizer.replay_actors)
+    try:
+        result = {}
+        while not result or result["info"]["num_steps_trained"] == 0:
+            result = trainer.train()
+        info = result["info"]
+        assert info["num_weight_syncs"] > 2 and info["replay_shard_0"]["num_added"] > 0
+        assert np.isfinite(info["learner"]["default_policy"]["mean_q"])
+        epsilons = ray.get([w.for_policy.remote(lambda p: p.epsilon)
+                            for w in trainer.workers.remote_workers()])
+        assert epsilons == pytest.approx([0.4, 0.4 ** 8])
+    finally:
+        trainer.stop()
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(shards[0].stats.remote(), timeout=30)
+
+
+@pytest.mark.slow
+def test_apex_ddpg_trains_on_pendulum(ray_start_2_cpus):
+    config = dict(TINY_DDPG, num_workers=2, sample_batch_size=20, learning_starts=100,
+                  buffer_size=5000, timesteps_per_iteration=200, target_network_update_freq=0,
+                  optimizer={"num_replay_buffer_shards": 1})
+    trainer = ApexDDPGTrainer(env="Pendulum-v1", config=config)
+    try:
+        result = {}
+        while not result or result["info"]["num_steps_trained"] == 0:
+            result = trainer.train()
+        assert np.isfinite(result["info"]["learner"]["default_policy"]["critic_loss"])
+    finally:
+        trainer.stop()
+
+
+def test_apex_needs_remote_workers():
+    with pytest.raises(ValueError, match="num_workers >= 1"):
+        ApexTrainer(env="CartPole-v1", config=dict(TINY_DQN, num_workers=0))
+
+
+def test_tune_runs_dqn_by_name(ray_start_2_cpus, tmp_path):
+    from ray import tune
+
+    analysis = tune.run("DQN", config=dict(TINY_DQN, env="CartPole-v1"),
+                        stop={"training_iteration": 1}, local_dir=str(tmp_path), verbose=0)
+    assert analysis.trials[0].last_result["timesteps_total"] >= 200
+
+
+_CLI_CONFIGS = {
+    "DQN": ("CartPole-v1", TINY_DQN),
+    "APEX": ("CartPole-v1", dict(TINY_DQN, num_workers=1, sample_batch_size=20,
+                                 optimizer={"num_replay_buffer_shards": 1})),
+    "DDPG": ("Pendulum-v1", TINY_DDPG),
+    "TD3": ("Pendulum-v1", TINY_DDPG),
+    "APEX_DDPG": ("Pendulum-v1", dict(TINY_DDPG, num_workers=1, sample_batch_size=20,
+                                      optimizer={"num_replay_buffer_shards": 1})),
+    "SAC": ("Pendulum-v1", TINY_SAC),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("algorithm", sorted(_CLI_CONFIGS))
+def test_rllib_train_cli_runs_each_algorithm(algorithm, tmp_path):
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    rllib = shutil.which("rllib") or os.path.join(os.path.dirname(sys.executable), "rllib")
+    env_id, config = _CLI_CONFIGS[algorithm]
+    out = subprocess.run(
+        [rllib, "train", "--run", algorithm, "--env", env_id, "--ray-num-cpus", "2",
+         "--stop", json.dumps({"training_iteration": 1}), "--config", json.dumps(config),
+         "--local-dir", str(tmp_path / "results")],
+        capture_output=True, text=True, timeout=280, env=dict(os.environ, HOME=str(tmp_path)),
+        cwd=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    results = [os.path.join(root, "result.json") for root, _d, files in
+               os.walk(tmp_path / "results") if "result.json" in files]
+    assert results and os.path.getsize(results[0]) > 0
+
+
+def test_ray_2x_configs_map_replay_and_exploration_settings():
+    from ray.rllib.algorithms.dqn import DQN, DQNConfig
+    from ray.rllib.algorithms.sac import SACConfig
+
+    config = (DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+              .training(replay_buffer_config={"type": "MultiAgentReplayBuffer", "capacity": 500},
+                        num_steps_sampled_before_learning_starts=50,
+                        epsilon=[[0, 1.0], [5000, 0.05]], hiddens=[8], train_batch_size=8,
+                        model={"fcnet_hiddens": [8]}, timesteps_per_iteration=100,
+                        min_iter_time_s=0))
+    as_dict = config.to_dict()
+    assert (as_dict["buffer_size"], as_dict["prioritized_replay"], as_dict["learning_starts"],
+            as_dict["exploration_final_eps"], as_dict["exploration_fraction"]) == \
+        (500, False, 50, 0.05, 0.05)
+    algo = config.build()
+    try:
+        assert isinstance(algo, DQN)
+        assert algo.train()["timesteps_total"] >= 100
+    finally:
+        algo.stop()
+    sac = SACConfig().training(q_model_config={"fcnet_hiddens": [8]}).to_dict()
+    assert sac["Q_model"] == {"fcnet_hiddens": [8]}
