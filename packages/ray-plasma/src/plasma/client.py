@@ -93,6 +93,10 @@ class PlasmaClient:
         self._frames = protocol.FrameBuffer()
         self._spin_s = _SPIN_S
         self._spin_misses = 0
+        # recv into one reusable buffer: recv(1 MiB) would allocate (and, for a 1 MiB
+        # request, mmap/munmap) a fresh megabyte per call, even one that finds nothing.
+        self._rbuf = bytearray(_RECV_BYTES)
+        self._rview = memoryview(self._rbuf)
         self._blocking_receives = 0
         self._async_errors: list[tuple[bytes, Exception]] = []
         self._slab_lock = threading.Lock()
@@ -579,13 +583,13 @@ class PlasmaClient:
             spin_until = time.perf_counter() + self._spin_s
             while True:
                 try:
-                    data = self._sock.recv(_RECV_BYTES, socket.MSG_DONTWAIT)
+                    n = self._sock.recv_into(self._rbuf, 0, socket.MSG_DONTWAIT)
                 except BlockingIOError:
                     if time.perf_counter() < spin_until:
                         continue
                     break
                 self._spin_misses = 0
-                return data
+                return bytes(self._rview[:n])
             self._spin_misses += 1
             if self._spin_misses >= _SPIN_MISSES_BEFORE_PAUSE:
                 self._spin_s = 0.0
@@ -595,7 +599,8 @@ class PlasmaClient:
             if self._blocking_receives >= _BLOCKING_RECEIVES_BEFORE_RETRY:
                 self._spin_s = _SPIN_S
                 self._spin_misses = 0
-        return self._sock.recv(_RECV_BYTES)
+        n = self._sock.recv_into(self._rbuf)
+        return bytes(self._rview[:n])
 
 
 class _ClientLock:

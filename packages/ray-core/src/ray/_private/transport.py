@@ -86,19 +86,22 @@ class Connection:
             return True
 
     def _on_readable(self) -> None:
+        # Reads happen only on the loop thread, into the loop's one buffer: recv(1 MiB)
+        # would allocate a fresh megabyte per message (~30 us of mmap/munmap each).
         try:
-            data = self.sock.recv(_RECV_BYTES)
+            n = self.sock.recv_into(self.loop._rbuf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self.close(f"recv failed: {exc}")
             return
-        if not data:
+        if not n:
             self.close("peer closed the connection")
             return
+        data = self.loop._rview[:n]
         if self._gate is not None:
             try:
-                data = self._gate.feed(data)
+                data = self._gate.feed(bytes(data))
             except AuthenticationError:
                 logger.warning("%s: refused a connection without the cluster secret",
                                self.peer.name)
@@ -138,6 +141,8 @@ class EventLoop:
 
     def __init__(self, name: str = "ray-io"):
         self._sel = selectors.DefaultSelector()
+        self._rbuf = bytearray(_RECV_BYTES)
+        self._rview = memoryview(self._rbuf)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
