@@ -149,8 +149,9 @@ def test_api_serves_nodes_actors_tasks_errors_logs_and_timeline(dashboard):
     assert any(a["class_name"] == "Sleeper" and a["state"] == "ALIVE" for a in actors)
     running = _wait_for(lambda: _get(url, "/api/tasks")["running"])
     assert any(t["name"] == "Sleeper" for t in running)
-    finished = _wait_for(lambda: [t for t in _get(url, "/api/tasks")["finished"]
-                                  if t["FunctionName"].endswith("add")])
+    finished = _wait_for(lambda: [t for t in _get(url, "/api/tasks")["finished"]  # owner and
+                                  if t["FunctionName"].endswith("add")     # worker flush apart
+                                  and t["SubmitTime"] is not None])
     assert finished and finished[0]["SubmitTime"] <= finished[0]["StartTime"]
     errors = _wait_for(lambda: _get(url, "/api/errors"))
     assert any("dashboard shows this" in e["message"] for e in errors)
@@ -159,6 +160,9 @@ def test_api_serves_nodes_actors_tasks_errors_logs_and_timeline(dashboard):
     assert logs
     trace = _get(url, "/api/timeline")
     assert any(e["ph"] == "f" and e["cat"] == "dependency" for e in trace)
+    few = _get(url, "/api/timeline", params={"limit": 3})
+    assert len([e for e in few if e["ph"] == "X"]) <= 3
+    assert requests.get(f"{url}/api/timeline", params={"limit": "x"}, timeout=10).status_code == 400
     assert any(w["mode"] == "driver" for w in _get(url, "/api/workers"))
     files = [f["name"] for f in _get(url, "/api/logs/files")]
     assert "dashboard.out" in files

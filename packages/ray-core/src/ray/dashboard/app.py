@@ -13,7 +13,7 @@ Routes (all GET, all JSON except the page and ``/api/logs/file``):
     /api/logs              recent worker output lines, per worker (streamed over pub/sub)
     /api/logs/files        log files of the processes on the dashboard's node
     /api/logs/file?name=   the tail of one of them (text)
-    /api/timeline          recent task timeline as Chrome-trace events
+    /api/timeline?limit=   the newest profile events (default 5000) as Chrome-trace events
     /api/memory            live object references cluster-wide (as `ray memory`)
 """
 
@@ -24,7 +24,7 @@ import os
 
 from flask import Flask, Response, jsonify, request, send_from_directory
 
-from ray.dashboard.data import ClusterView
+from ray.dashboard.data import TIMELINE_MAX_EVENTS, ClusterView
 
 logger = logging.getLogger(__name__)
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
@@ -51,11 +51,18 @@ def create_app(view: ClusterView) -> Flask:
         "jobs": view.jobs,
         "logs": view.logs,
         "logs/files": view.log_files,
-        "timeline": view.timeline,
         "memory": view.memory,
     }
     for name, fn in api.items():
         app.add_url_rule(f"/api/{name}", f"api_{name}", _json_route(fn))
+
+    @app.get("/api/timeline")
+    def timeline():
+        try:
+            limit = int(request.args.get("limit", TIMELINE_MAX_EVENTS))
+        except ValueError:
+            return jsonify({"error": "limit must be an integer number of events"}), 400
+        return _json_route(lambda: view.timeline(max(1, min(limit, 100_000))))()
 
     @app.get("/api/logs/file")
     def log_file():
@@ -70,7 +77,8 @@ def create_app(view: ClusterView) -> Flask:
 
     @app.get("/api/")
     def api_index():
-        return jsonify(sorted(f"/api/{name}" for name in api) + ["/api/logs/file?name="])
+        return jsonify(sorted(f"/api/{name}" for name in api)
+                       + ["/api/logs/file?name=", "/api/timeline?limit="])
 
     return app
 

@@ -22,7 +22,11 @@ from ray._private.runtime import cluster_info
 LOG_LINES_PER_WORKER = 500
 MAX_LOG_WORKERS = 200
 FINISHED_TASKS_SHOWN = 200
-TIMELINE_TAIL_BATCHES = 50
+# The newest profile batches of each shard the dashboard reads (<= 2000 events each),
+# and the most events one /api/timeline answer carries: a busy cluster makes
+# millions, and the page polls every 2 s.
+TAIL_BATCHES = 5
+TIMELINE_MAX_EVENTS = 5000
 INTROSPECT_CACHE_S = 1.0
 
 
@@ -110,15 +114,20 @@ class ClusterView:
             dict(w["running"], pid=w["pid"], node_ip=w["node_ip"], actor_id=w.get("actor_id"))
             for w in self.workers() if w.get("running")
         ]
-        table = state.task_table(state.events_from_gcs(self.gcs, TIMELINE_TAIL_BATCHES))
+        table = state.task_table(state.events_from_gcs(self.gcs, TAIL_BATCHES))
         finished = sorted(table.values(), key=lambda t: t["EndTime"], reverse=True)[:limit]
         return {"running": running, "finished": finished, "finished_total_shown": len(finished)}
 
     def errors(self) -> list[dict]:
         return jsonable(state.errors_from_gcs(self.gcs))
 
-    def timeline(self, tail_batches: int = TIMELINE_TAIL_BATCHES) -> list[dict]:
-        return chrome_trace.task_trace(state.events_from_gcs(self.gcs, tail_batches))
+    def timeline(self, limit: int = TIMELINE_MAX_EVENTS) -> list[dict]:
+        """Chrome-trace events of the newest ``limit`` profile events (by end time)."""
+        events = state.events_from_gcs(self.gcs, TAIL_BATCHES)
+        if len(events) > limit:
+            events.sort(key=lambda e: e["end"])
+            events = events[-limit:]
+        return chrome_trace.task_trace(events)
 
     def memory(self) -> list[dict]:
         return state.memory_table(self.gcs, timeout_s=1.0)
