@@ -72,6 +72,23 @@ def test_bad_dashboard_port_is_rejected_before_anything_starts():
     assert not ray.is_initialized()
 
 
+def test_driver_joining_a_cluster_without_a_dashboard_starts_one_and_stops_it():
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster()
+    try:
+        cluster.add_node(num_cpus=1)
+        ray.init(address=cluster.address, include_webui=True)
+        url = ray.get_webui_url()
+        assert _get(url, "/api/nodes")[0]["alive"]
+        pid = ray._private.runtime.current().dashboard_process.pid
+        ray.shutdown()
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -159,8 +159,10 @@ def objects(object_id: str | None = None):
     return table.get(object_id) if object_id is not None else table
 
 
-def errors(all_jobs: bool = False):
-    """Errors pushed to this driver (its tasks' failures and warnings), or every job's."""
+def errors(all_jobs: bool = False, worker=None):
+    """Errors pushed to this driver (its tasks' failures and warnings), or every job's.
+
+    ``worker`` is accepted for 0.2.2's ``ray.error_info(worker=...)`` and ignored."""
     rt = _runtime.current()
     if all_jobs:
         return errors_from_gcs(rt.gcs)
