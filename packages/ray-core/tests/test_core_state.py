@@ -75,9 +75,11 @@ def test_task_trace_has_scheduling_phases_dependency_arrows_and_named_rows():
     assert {ev["cat"] for ev in by_phase["X"]} == {"task:execute", "task:fetch_arguments", "custom"}
     custom = next(ev for ev in by_phase["X"] if ev["cat"] == "custom")
     assert custom["name"] == "renamed" and custom["cname"] == "good" and custom["args"] == {"key": "v"}
-    begin = {ev["id"]: ev for ev in by_phase["b"]}
+    begin = {ev["args"]["task_id"]: ev for ev in by_phase["b"]}
     end = {ev["id"]: ev for ev in by_phase["e"]}
-    assert begin[consumer]["ts"] == pytest.approx(1.0e6) and end[consumer]["ts"] == pytest.approx(1.3e6)
+    assert all(isinstance(ev["id"], int) for ev in by_phase["b"] + by_phase["s"])
+    assert begin[consumer]["ts"] == pytest.approx(1.0e6)
+    assert end[begin[consumer]["id"]]["ts"] == pytest.approx(1.3e6)
     (start,), (finish,) = by_phase["s"], by_phase["f"]
     assert start["id"] == finish["id"] and start["cat"] == "dependency"
     assert start["tid"] == 20 and start["ts"] <= 1.2e6 and start["ts"] >= 1.1e6

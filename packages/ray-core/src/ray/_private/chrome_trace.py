@@ -92,13 +92,14 @@ def task_trace(events: list[dict]) -> list[dict]:
         if kind == "task:execute":
             executed[piece["args"].get("task_id", "")] = piece
     flow_id = 0
-    for task_id, submit in submits.items():
+    for async_id, (task_id, submit) in enumerate(submits.items(), start=1):
         run = executed.get(task_id)
         if run is None:
             continue  # still queued or running: no phase boundary yet
         row = _worker_row(rows, submit)
+        # Integer ids: Perfetto reads string ids as hex numbers, and task ids overflow them.
         common = {"cat": "task:scheduling", "name": f"schedule {submit['name']}",
-                  "id": task_id, "pid": row[0], "tid": row[1]}
+                  "id": async_id, "pid": row[0], "tid": row[1]}
         trace.append(dict(common, ph="b", ts=submit["start"] * _US,
                           args={"task_id": task_id}))
         trace.append(dict(common, ph="e", ts=max(submit["start"] * _US, run["ts"])))
