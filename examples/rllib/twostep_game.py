@@ -4,18 +4,16 @@
     python examples/rllib/twostep_game.py --run VDN
 
 The two agents are grouped into one logical agent with Tuple spaces
-(``TwoStepGame.grouped``), which is what QMIX trains.
+(``ray.rllib.env.twostep_game.TwoStepGame.grouped``), which is what QMIX
+trains; RLlib registers that env as ``"grouped_twostep"``.
 """
 
 import argparse
 
 from ray import tune
-from ray.rllib.env.twostep_game import TwoStepGame
-from ray.tune import register_env
 
 
 def main(run="QMIX", stop_timesteps=10000, config=None, local_dir=None):
-    register_env("grouped_twostep", lambda env_config: TwoStepGame.grouped(env_config))
     config = dict({
         "env": "grouped_twostep", "num_workers": 0, "learning_starts": 500,
         "schedule_max_timesteps": 20000, "target_network_update_freq": 200,

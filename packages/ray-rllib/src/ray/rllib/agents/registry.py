@@ -93,6 +93,22 @@ ALGORITHMS.update({
 })
 
 
+def _grouped_twostep(env_config):
+    from ray.rllib.env.twostep_game import TwoStepGame
+
+    return TwoStepGame.grouped(env_config)
+
+
+def _register_bundled_envs() -> None:
+    """The QMIX two-step game by name (``--env grouped_twostep``), in every process."""
+    from ray.tune import registry
+
+    registry.register_lazy(registry.ENV_CREATOR, "grouped_twostep", lambda: _grouped_twostep)
+
+
+_register_bundled_envs()
+
+
 def _all_algorithms() -> dict:
     from ray.rllib.contrib.registry import CONTRIBUTED_ALGORITHMS
 

@@ -114,7 +114,10 @@ class AsyncSamplesOptimizer(PolicyOptimizer):
             for worker in self.workers.remote_workers():
                 for _ in range(self.max_in_flight):
                     self._in_flight[worker.sample.remote()] = worker
-        ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=1.0)
+        # The first call waits for the workers to start, so no iteration reports 0 steps.
+        first = self.num_steps_sampled == 0
+        ready, _ = ray.wait(list(self._in_flight), num_returns=1,
+                            timeout=None if first else 1.0)
         if ready:
             more, _ = ray.wait([r for r in self._in_flight if r not in ready],
                                num_returns=len(self._in_flight) - len(ready), timeout=0)
