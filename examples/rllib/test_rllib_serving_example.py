@@ -45,3 +45,18 @@ def test_cartpole_server_trains_on_a_client_in_another_process(tmp_path):
     played = re.findall(r"episode (\d+) return ([\d.]+)", client_out)
     assert len(played) >= results[-1]["episodes_total"]
     assert "stopping:" in client_out  # the client noticed the server leave
+
+
+@pytest.mark.timeout(180)
+def test_twostep_game_example_runs_qmix_under_tune(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("twostep_game_example",
+                                                  os.path.join(HERE, "twostep_game.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    analysis = module.main("QMIX", stop_timesteps=200, local_dir=str(tmp_path),
+                           config={"learning_starts": 50})
+    trials = getattr(analysis, "trials", analysis)
+    assert trials[0].last_result["timesteps_total"] >= 200
+    assert trials[0].last_result["episodes_total"] >= 100  # two steps per episode

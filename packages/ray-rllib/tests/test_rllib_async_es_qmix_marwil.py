@@ -327,3 +327,81 @@ def test_marwil_imitates_logged_expert_short(tmp_path):
         assert {"is", "wis"} <= set(result["off_policy_estimator"])
     finally:
         trainer.stop()
+
+
+# --- the full bars of issue 10 (`learning and slow`) -----------------------------------------
+
+
+def _tuned(name):
+    import yaml
+
+    import ray.rllib
+
+    path = os.path.join(os.path.dirname(ray.rllib.__file__), "tuned_examples", f"{name}.yaml")
+    with open(path) as f:
+        return yaml.safe_load(f)[name]
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("name", ["cartpole-impala", "cartpole-appo", "cartpole-es",
+                                  "cartpole-ars"])
+def test_cartpole_bar(name, ray_start_2_cpus):
+    """IMPALA/APPO: mean >= 150 within 500k steps; ES/ARS: mean >= 150."""
+    spec = _tuned(name)
+    trainer = get_agent_class(spec["run"])(env=spec["env"], config=dict(spec["config"], seed=0))
+    try:
+        result = {}
+        while not result or result["timesteps_total"] < spec["stop"]["timesteps_total"]:
+            result = trainer.train()
+            if result["episode_reward_mean"] >= 150:
+                break
+        assert result["episode_reward_mean"] >= 150
+    finally:
+        trainer.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_qmix_solves_the_two_step_game(seed):
+    trainer = get_agent_class("QMIX")(env="grouped_twostep", config={
+        "learning_starts": 500, "schedule_max_timesteps": 20_000,
+        "target_network_update_freq": 200, "timesteps_per_iteration": 1000,
+        "min_iter_time_s": 0, "seed": seed})
+    try:
+        while trainer.train()["timesteps_total"] < 20_000:
+            pass
+        assert _greedy_twostep_return(trainer) == 8.0
+    finally:
+        trainer.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.timeout(1800)
+def test_marwil_on_ppo_generated_data_bar(tmp_path):
+    """PPO writes its samples (40k steps, early poor ones included); MARWIL learns >= 150."""
+    from ray.rllib.agents.ppo import PPOTrainer
+
+    ppo_spec = _tuned("cartpole-ppo")
+    ppo = PPOTrainer(env="CartPole-v1", config=dict(
+        ppo_spec["config"], seed=0, output=str(tmp_path / "ppo")))
+    try:
+        while ppo.train()["timesteps_total"] < 40_000:
+            pass
+    finally:
+        ppo.stop()
+    trainer = get_agent_class("MARWIL")(env="CartPole-v1", config={
+        "input": str(tmp_path / "ppo"), "lr": 1e-3, "train_batch_size": 500,
+        "timesteps_per_iteration": 10_000, "seed": 0})
+    try:
+        for _ in range(100):
+            trainer.train()
+            if _evaluate(trainer, episodes=3) >= 150:
+                break
+        assert _evaluate(trainer, episodes=10) >= 150
+    finally:
+        trainer.stop()
