@@ -166,3 +166,22 @@ def test_external_experiences_with_sample_batch_builder(tmp_path):
         trainer.stop()
     assert result["info"]["num_steps_trained"] >= 100
     assert result["off_policy_estimator"]["is"]["V_prev_mean"] > 0
+
+
+def test_evaluation_simulates_while_training_reads_offline(tmp_path):
+    writer = PGTrainer(env="CartPole-v0", config={
+        "num_workers": 0, "train_batch_size": 200, "output": str(tmp_path), "seed": 0})
+    try:
+        writer.train()
+    finally:
+        writer.stop()
+    trainer = PGTrainer(env="CartPole-v0", config={
+        "num_workers": 0, "train_batch_size": 200, "input": str(tmp_path),
+        "evaluation_interval": 1, "evaluation_num_episodes": 2, "seed": 0})
+    try:
+        result = trainer.train()
+    finally:
+        trainer.stop()
+    assert math.isnan(result["episode_reward_mean"])
+    assert result["evaluation"]["episode_reward_mean"] > 0
+    assert result["evaluation"]["episodes_this_iter"] == 2

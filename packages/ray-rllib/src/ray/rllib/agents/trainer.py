@@ -87,6 +87,10 @@ class Trainer(Trainable):
         if self.config["evaluation_interval"]:
             eval_config = merge_dicts(self.config, self.config["evaluation_config"])
             eval_config["batch_mode"] = "complete_episodes"
+            # Evaluation simulates the env even when training reads offline data.
+            if "input" not in self.config["evaluation_config"]:
+                eval_config["input"] = "sampler"
+            eval_config["output"] = self.config["evaluation_config"].get("output")
             self.evaluation_workers = self._make_workers(
                 self.env_creator, self._policy, eval_config, num_workers=0
             )
