@@ -84,7 +84,7 @@ def introspect(gcs, what=(), timeout_s: float = 1.0) -> list[dict]:
         if expected[0] is not None and len(replies) >= expected[0]:
             done.set()
 
-    gcs.subscribe_obj(channel, on_reply)
+    gcs.subscribe_obj(channel, on_reply, confirm=True)  # live before the request goes out
     try:
         expected[0] = gcs.publish_obj(keys.CHANNEL_INTROSPECT,
                                       {"id": request_id, "what": list(what)})

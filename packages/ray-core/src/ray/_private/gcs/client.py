@@ -70,7 +70,7 @@ class GcsClient(abc.ABC):
         """Send to every subscriber; returns how many subscribers received it."""
 
     @abc.abstractmethod
-    def subscribe(self, channel: str, callback: Subscriber) -> None: ...
+    def subscribe(self, channel: str, callback: Subscriber, confirm: bool = False) -> None: ...
 
     @abc.abstractmethod
     def unsubscribe(self, channel: str) -> None: ...
@@ -103,8 +103,13 @@ class GcsClient(abc.ABC):
     def publish_obj(self, channel: str, obj) -> int:
         return self.publish(channel, _pack(obj))
 
-    def subscribe_obj(self, channel: str, callback: Callable[[str, object], None]) -> None:
-        self.subscribe(channel, lambda ch, data: callback(ch, _unpack(data)))
+    def subscribe_obj(self, channel: str, callback: Callable[[str, object], None],
+                      confirm: bool = False) -> None:
+        self.subscribe(channel, lambda ch, data: callback(ch, _unpack(data)), confirm=confirm)
+
+
+# Published by a subscriber to check its own subscription is live; dropped by everyone.
+_SUBSCRIBED_SENTINEL = b"\x00ray:subscription-check"
 
 
 class RedisGcs(GcsClient):
@@ -149,6 +154,7 @@ class RedisGcs(GcsClient):
         self._pubsub = None
         self._pubsub_thread = None
         self._callbacks: dict[str, Subscriber] = {}
+        self._confirm: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self._shards = None  # loaded on first use
         self._timeout_s = timeout_s
@@ -236,9 +242,18 @@ class RedisGcs(GcsClient):
     def publish(self, channel, message):
         return int(self._redis.publish(channel, message))
 
-    def subscribe(self, channel, callback):
+    def subscribe(self, channel, callback, confirm: bool = False):
+        """Deliver ``channel``'s messages to ``callback``.
+
+        ``confirm=True``: return only once the subscription is live. SUBSCRIBE goes out on the pub/sub connection and is acknowledged there
+        asynchronously, so a table read right after it (on the other connection)
+        could miss an update published in between ("read, then wait for news" would
+        wait forever). We publish a sentinel on the channel until it comes back to us.
+        """
+        confirmed = threading.Event()
         with self._lock:
             self._callbacks[channel] = callback
+            self._confirm[channel] = confirmed
             if self._pubsub is None:
                 self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
                 self._pubsub.subscribe(**{channel: self._on_message})
@@ -247,9 +262,25 @@ class RedisGcs(GcsClient):
                 )
             else:
                 self._pubsub.subscribe(**{channel: self._on_message})
+        if not confirm or threading.current_thread() is self._pubsub_thread:
+            self._confirm.pop(channel, None)  # (from a callback: nobody else could confirm)
+            return
+        deadline = time.monotonic() + 5.0
+        wait_s = 0.002
+        while time.monotonic() < deadline:
+            self._redis.publish(channel, _SUBSCRIBED_SENTINEL)
+            if confirmed.wait(wait_s):
+                return
+            wait_s = min(wait_s * 2, 0.2)
+        logger.warning("subscription to %s not confirmed within 5 s", channel)
 
     def _on_message(self, message):
         channel = message["channel"].decode()
+        if message["data"] == _SUBSCRIBED_SENTINEL:  # another subscriber's confirmation
+            confirmed = self._confirm.pop(channel, None)
+            if confirmed is not None:
+                confirmed.set()
+            return
         callback = self._callbacks.get(channel)
         if callback is not None:
             try:
@@ -353,8 +384,8 @@ class InMemoryGcs(GcsClient):
             cb(channel, message)
         return len(subscribers)
 
-    def subscribe(self, channel, callback):
-        self._subs[channel].append(callback)
+    def subscribe(self, channel, callback, confirm=False):
+        self._subs[channel].append(callback)  # in-process: live at once
 
     def unsubscribe(self, channel):
         self._subs.pop(channel, None)

@@ -248,9 +248,11 @@ class ActorManager:
         if client.subscribed:
             return
         client.subscribed = True
+        # Confirmed live before the table read below, so no update can fall in between.
         self.core.gcs.subscribe_obj(
             keys.channel_actor(client.actor_id.hex()),
             lambda _ch, entry: self._on_table_update(client.actor_id, entry),
+            confirm=True,
         )
         entry = self._table_get(client.actor_id)
         if entry is not None:
@@ -258,8 +260,8 @@ class ActorManager:
 
     def _on_table_update(self, actor_id: bytes, entry: dict):
         client = self.clients.get(actor_id)
-        if client is None:
-            return
+        if client is None or client.state == DEAD:
+            return  # dead is final: a stale ALIVE read racing the death must not revive it
         client.max_task_retries = entry.get("max_task_retries", 0)
         state = entry.get("state")
         if state == ALIVE and entry.get("address"):
