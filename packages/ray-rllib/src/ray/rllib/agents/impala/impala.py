@@ -82,7 +82,10 @@ def vtrace_targets(policy, batch: dict, logits, values):
             rewards=batch[SampleBatch.REWARDS].double().numpy(),
             values=values.double().numpy(),
             next_values=next_values,
-            segment_end=policy._segment_ends,
+            segment_end=vtrace.segment_ends({
+                k: batch[k].numpy() for k in (SampleBatch.REWARDS, SampleBatch.EPS_ID,
+                                              SampleBatch.T, SampleBatch.AGENT_INDEX)
+                if k in batch}),
             clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
             clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
         )
@@ -144,14 +147,6 @@ def make_optimizer(policy, config):
     raise ValueError(f"opt_type must be 'adam' or 'rmsprop', not {config['opt_type']!r}")
 
 
-class VTraceSegmentsMixin:
-    """Computes each training batch's fragment boundaries before the loss runs."""
-
-    def learn_on_batch(self, samples):
-        self._segment_ends = vtrace.segment_ends(samples)
-        return super().learn_on_batch(samples)
-
-
 def _stats(policy, batch):
     return dict({k: float(v.detach()) for k, v in policy._stats.items()}, cur_lr=policy.cur_lr)
 
@@ -163,7 +158,7 @@ VTraceTorchPolicy = build_torch_policy(
     stats_fn=_stats,
     postprocess_fn=_postprocess,
     optimizer_fn=make_optimizer,
-    mixins=[VTraceSegmentsMixin, LearningRateSchedule],
+    mixins=[LearningRateSchedule],
 )
 
 

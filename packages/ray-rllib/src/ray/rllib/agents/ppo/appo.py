@@ -91,7 +91,7 @@ AsyncPPOTorchPolicy = build_torch_policy(
         {k: float(v.detach()) for k, v in policy._stats.items()}, cur_lr=policy.cur_lr),
     postprocess_fn=_postprocess,
     optimizer_fn=impala.make_optimizer,
-    mixins=[impala.VTraceSegmentsMixin, LearningRateSchedule],
+    mixins=[LearningRateSchedule],
 )
 
 
