@@ -32,6 +32,13 @@ class RuntimeContext:
         return self._rt.namespace
 
     @property
+    def runtime_env(self) -> dict:
+        """Ray 2.x: the runtime environment applied to this job's workers. ``ray.init``
+        accepts ``runtime_env`` but applies none (workers inherit the environment of
+        the process that started the node), so this is always empty."""
+        return {}
+
+    @property
     def node_id(self):
         return self.get_node_id()
 
