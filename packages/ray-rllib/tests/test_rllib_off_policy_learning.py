@@ -40,7 +40,7 @@ def _evaluate(trainer, env_id, episodes, seed=0):
     return float(np.mean(returns))
 
 
-def _train_to_bar(name, bar, max_steps, eval_every, seed=0, **overrides):
+def _train_to_bar(name, bar, max_steps, eval_every, seed=0, episodes=10, **overrides):
     """Train the tuned example; the best eval return seen and the steps it took."""
     spec = _spec(name)
     trainer = get_agent_class(spec["run"])(
@@ -51,7 +51,7 @@ def _train_to_bar(name, bar, max_steps, eval_every, seed=0, **overrides):
             steps = trainer.train()["timesteps_total"]
             if steps >= next_eval or steps >= max_steps:
                 next_eval += eval_every
-                best = max(best, _evaluate(trainer, spec["env"], 10, seed))
+                best = max(best, _evaluate(trainer, spec["env"], episodes, seed))
                 if best >= bar:
                     break
     finally:
@@ -61,16 +61,18 @@ def _train_to_bar(name, bar, max_steps, eval_every, seed=0, **overrides):
 
 @pytest.mark.learning
 def test_dqn_cartpole_short():
-    """3k steps (2k of learning) already beat random play (about 22) by far."""
-    best, _ = _train_to_bar("cartpole-dqn", bar=60, max_steps=3000, eval_every=3000)
-    assert best >= 60
+    """Within 6k steps (5k of learning) the greedy policy beats random play (about 22)."""
+    best, _ = _train_to_bar("cartpole-dqn", bar=100, max_steps=6000, eval_every=1000,
+                            episodes=5)
+    assert best >= 100
 
 
 @pytest.mark.learning
 def test_td3_pendulum_short():
-    """Random play scores about -1200; 3k steps (2k of learning) already beat it."""
-    best, _ = _train_to_bar("pendulum-td3", bar=-1000, max_steps=3000, eval_every=3000)
-    assert best >= -1000
+    """Random play scores about -1200; 5k steps (4k of learning, small nets) swing it up."""
+    best, _ = _train_to_bar("pendulum-td3", bar=-600, max_steps=5000, eval_every=1000,
+                            episodes=5, actor_hiddens=[64, 64], critic_hiddens=[64, 64])
+    assert best >= -600
 
 
 @pytest.mark.slow
