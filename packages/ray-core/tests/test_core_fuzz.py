@@ -47,3 +47,26 @@ def test_unknown_message_kind_raises_for_the_transport_to_close(kind):
     a, _ = _pair()
     with pytest.raises(ValueError):
         a.feed(rpc.pack([kind, 1, "x", []]))
+
+
+def test_connecting_to_a_dead_endpoint_without_retry_fails_at_once(tmp_path):
+    """Workers and remote raylets listen before their address is published, so a
+    refused connect means the process is gone; the I/O thread must not spin on it
+    (chaos: every spillback or lease naming a killed process stalled it 5 s)."""
+    import socket
+    import time
+
+    from ray._private.transport import connect_socket
+
+    dead_path = str(tmp_path / "dead.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(dead_path)
+    listener.close()  # the file stays, nobody listens: what a killed worker leaves
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    for address in (dead_path, ("127.0.0.1", dead_port)):
+        start = time.monotonic()
+        with pytest.raises(OSError):
+            connect_socket(address, timeout_s=5.0, retry=False)
+        assert time.monotonic() - start < 1.0

@@ -311,10 +311,13 @@ class EventLoop:
                 pass
 
 
-def connect_socket(address, timeout_s: float = 10.0) -> socket.socket:
+def connect_socket(address, timeout_s: float = 10.0, retry: bool = True) -> socket.socket:
     """Connect to a Ray endpoint at a Unix path (str) or a (host, port) pair and authenticate.
 
     Retries the connect until ``timeout_s``; a refused handshake raises AuthenticationError.
+    ``retry=False`` for endpoints that listened before their address was published
+    (workers, remote raylets): refused then means gone, and callers on the I/O thread
+    must not stall retrying a dead process.
     """
     deadline = time.monotonic() + timeout_s
     while True:
@@ -329,7 +332,7 @@ def connect_socket(address, timeout_s: float = 10.0) -> socket.socket:
             sock.connect(address)
         except OSError:
             sock.close()
-            if time.monotonic() >= deadline:
+            if not retry or time.monotonic() >= deadline:
                 raise
             time.sleep(0.02)
             continue

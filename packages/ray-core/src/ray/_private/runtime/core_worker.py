@@ -52,6 +52,9 @@ from ray.exceptions import (
 logger = logging.getLogger(__name__)
 
 MODE_DRIVER, MODE_WORKER = "driver", "worker"
+# After a failed connect to a raylet, spillbacks naming it fail fast for this long
+# (the head marks a silent node dead within heartbeat_timeout_s).
+_UNREACHABLE_FOR_S = 10.0
 
 
 class CoreWorker:
@@ -93,6 +96,7 @@ class CoreWorker:
         self.actors = None  # set below (ActorManager) to avoid an import cycle
         self._peers: dict[bytes, RpcPeer] = {}
         self._raylet_peers: dict[str, RpcPeer] = {}
+        self._unreachable_raylets: dict[str, float] = {}  # node id -> when a connect failed
         self._peers_lock = threading.Lock()
         self._blocked_depth = 0
         self._requested: set[bytes] = set()
@@ -222,7 +226,7 @@ class CoreWorker:
             target = address[2]
         else:
             target = (address[0], address[1])
-        sock = connect_socket(target, timeout_s=5.0)
+        sock = connect_socket(target, timeout_s=5.0, retry=False)
         conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "worker"))
         if on_lost is not None:
             conn.peer.context["on_close"].append(on_lost)
@@ -244,7 +248,17 @@ class CoreWorker:
             peer = self._raylet_peers.get(node_id)
             if peer is not None and not peer.closed:
                 return peer
-        sock = connect_socket(tuple(target["address"]), timeout_s=5.0)
+            failed_at = self._unreachable_raylets.get(node_id)
+        # This runs on the I/O thread (lease replies): a node that just died must not
+        # stall it for a full connect timeout on every spillback that names it.
+        if failed_at is not None and time.monotonic() - failed_at < _UNREACHABLE_FOR_S:
+            raise ConnectionRefusedError(f"raylet {node_id[:8]} was unreachable just now")
+        try:
+            sock = connect_socket(tuple(target["address"]), timeout_s=2.0, retry=False)
+        except OSError:
+            with self._peers_lock:
+                self._unreachable_raylets[node_id] = time.monotonic()
+            raise
         conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "raylet-remote"))
         with self._peers_lock:
             self._raylet_peers[node_id] = conn.peer
