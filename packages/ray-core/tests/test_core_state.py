@@ -1,6 +1,7 @@
 """Global state, timeline and profiling: the pure pieces first, then a live cluster."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -195,8 +196,6 @@ def test_memory_table_reports_size_owner_and_reference_type_cluster_wide(cluster
 
 
 def rt_pid():
-    import os
-
     return os.getpid()
 
 
@@ -229,3 +228,27 @@ def test_errors_of_every_job_are_kept_in_the_gcs(cluster):
 def test_profile_rejects_non_dict_extra_data():
     with pytest.raises(TypeError, match="extra_data"):
         ray.profile("x", extra_data=["not", "a", "dict"])
+
+
+def test_ray_stack_shows_the_frame_a_running_actor_is_in(cluster):
+    import shutil
+
+    if not (shutil.which("py-spy") or os.path.exists(os.path.join(os.path.dirname(sys.executable),
+                                                                   "py-spy"))):
+        pytest.skip("ray stack needs py-spy (pip install py-spy)")
+
+    @ray.remote
+    class Busy:
+        def sleep_in_a_recognisable_frame(self):
+            time.sleep(30)
+
+    busy = Busy.remote()
+    busy.sleep_in_a_recognisable_frame.remote()
+    gcs = ray._private.runtime.current().gcs
+    assert _wait_for(lambda: any((w.get("running") or {}).get("name") == "Busy"
+                                 for w in state.introspect(gcs, timeout_s=1.0)))
+    out = subprocess.run([sys.executable, "-m", "ray.scripts.cli", "stack"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "sleep_in_a_recognisable_frame" in out.stdout and "ray::raylet" in out.stdout
+    ray.kill(busy)
