@@ -59,7 +59,8 @@ class ClusterView:
         for node in cluster_info.nodes(self.gcs):
             load = loads.get(node["NodeID"]) or {}
             total = dict(load.get("total") or node["Resources"])
-            available = dict(load.get("available") or total)
+            # No load report yet: nothing is in use. An empty report means all is in use.
+            available = dict(load["available"]) if "available" in load else dict(total)
             out.append({
                 "node_id": node["NodeID"], "node_ip": node["NodeManagerAddress"],
                 "alive": node["Alive"], "is_head": bool(node.get("IsHead")),
