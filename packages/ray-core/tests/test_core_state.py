@@ -212,6 +212,28 @@ def test_ray_memory_cli_prints_the_drivers_objects(cluster):
     assert "distinct owned objects" in out.stdout
 
 
+def test_ray_timeline_cli_writes_the_clusters_trace(cluster, tmp_path):
+    @ray.remote
+    def traced_by_the_cli():
+        return 1
+
+    ray.get([traced_by_the_cli.remote() for _ in range(3)])
+    rt = ray._private.runtime.current()
+    rt.flush_profile_events()
+    path = tmp_path / "cli-trace.json"
+
+    def written():
+        out = subprocess.run(
+            [sys.executable, "-m", "ray.scripts.cli", "timeline", "--address",
+             rt.address_info["redis_address"], "--redis-password", rt.gcs._password or "",
+             str(path)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return [e for e in json.loads(path.read_text())
+                if e["ph"] == "X" and e["name"].endswith("traced_by_the_cli")]
+
+    assert _wait_for(lambda: len(written()) >= 3)
+
+
 def test_errors_of_every_job_are_kept_in_the_gcs(cluster):
     @ray.remote
     def fails():
