@@ -26,7 +26,7 @@ from ray.rllib.agents.registry import get_agent_class
 
 TUNED_DIR = os.path.join(os.path.dirname(ray.rllib.__file__), "tuned_examples")
 BARS = {"cartpole-dqn": 450.0, "cartpole-apex": 150.0, "pendulum-td3": -300.0,
-        "pendulum-ddpg": -300.0, "pendulum-sac": -250.0, "pendulum-apex-ddpg": -300.0}
+        "pendulum-ddpg": -300.0, "pendulum-sac": -250.0}
 
 
 def load_spec(name: str) -> dict:

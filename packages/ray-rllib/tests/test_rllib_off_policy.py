@@ -10,6 +10,7 @@ from ray.rllib.agents.dqn import ApexTrainer, DQNTrainer
 from ray.rllib.agents.pg import PGTrainer
 from ray.rllib.agents.ppo.ppo import PPOTorchPolicy
 from ray.rllib.agents.sac import SACTrainer
+from ray.rllib.env import MultiAgentEnv
 from ray.rllib.evaluation.worker_set import WorkerSet
 from ray.rllib.optimizers import (
     LocalMultiGPUOptimizer,
@@ -204,6 +205,47 @@ def test_apex_ddpg_trains_on_pendulum(ray_start_2_cpus):
         while not result or result["info"]["num_steps_trained"] == 0:
             result = trainer.train()
         assert np.isfinite(result["info"]["learner"]["default_policy"]["critic_loss"])
+    finally:
+        trainer.stop()
+
+
+class _TwoCartPoles(MultiAgentEnv):
+    def __init__(self, config=None):
+        self.envs = {"a": gym.make("CartPole-v1"), "b": gym.make("CartPole-v1")}
+        self.observation_space = self.envs["a"].observation_space
+        self.action_space = self.envs["a"].action_space
+
+    def reset(self, *, seed=None, options=None):
+        self.done = set()
+        return {k: e.reset(seed=seed)[0] for k, e in self.envs.items()}, {}
+
+    def step(self, actions):
+        obs, rew, term, trunc = {}, {}, {}, {}
+        for k, a in actions.items():
+            obs[k], rew[k], term[k], trunc[k], _ = self.envs[k].step(a)
+            if term[k] or trunc[k]:
+                self.done.add(k)
+        term["__all__"] = len(self.done) == 2
+        trunc["__all__"] = False
+        return obs, rew, term, trunc, {}
+
+
+def test_multi_agent_dqn_replays_per_policy_from_a_remote_worker(ray_start_2_cpus):
+    space = gym.make("CartPole-v1")
+    policies = {pid: (None, space.observation_space, space.action_space, {})
+                for pid in ("pa", "pb")}
+    config = dict(TINY_DQN, num_workers=1, sample_batch_size=20,
+                  multiagent={"policies": policies,
+                              "policy_mapping_fn": lambda agent_id: f"p{agent_id}"})
+    trainer = DQNTrainer(env=_TwoCartPoles, config=config)
+    try:
+        result = trainer.train()
+        assert set(result["info"]["learner"]) == {"pa", "pb"}
+        assert set(trainer.optimizer.replay_buffers) == {"pa", "pb"}
+        local = trainer.get_policy("pa").get_weights()
+        remote = ray.get(trainer.workers.remote_workers()[0].get_weights.remote())["pa"]
+        assert any(not np.array_equal(local[k], remote[k]) for k in local) or \
+            result["info"]["num_steps_trained"] == 0  # weights go out before each sample
     finally:
         trainer.stop()
 
