@@ -62,7 +62,9 @@ def train_bar(bench: str, run: str, env: str, config: dict, max_steps: int, targ
         "timesteps": steps,
         "budget_timesteps": max_steps,
         "reached_target_at_timesteps": reached_at,
-        "train_episode_reward_mean": round(result["episode_reward_mean"], 2),
+        # None when nothing was simulated (offline input): JSON has no NaN.
+        "train_episode_reward_mean": None if np.isnan(result["episode_reward_mean"])
+        else round(result["episode_reward_mean"], 2),
         "eval_return_deterministic": round(eval_return, 2),
         "wall_s": round(wall_s, 1),
         "env_steps_per_s": round(steps / wall_s, 1),
