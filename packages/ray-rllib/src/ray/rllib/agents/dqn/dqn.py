@@ -189,15 +189,17 @@ class QNetwork(nn.Module):
 
     def __init__(self, obs_space, action_space, model_config: dict, cfg: DQNConfig):
         super().__init__()
-        self.num_actions, self.num_atoms, self.dueling = int(action_space.n), cfg.num_atoms, \
-            cfg.dueling
+        self.num_actions = int(action_space.n)
+        self.num_atoms = cfg.num_atoms
+        self.dueling = cfg.dueling
         self.trunk, feature_size = _trunk(obs_space, action_space, model_config)
-        out = self.num_actions * self.num_atoms
-        self.advantage = _head(feature_size, cfg.hiddens, out, cfg.noisy, cfg.sigma0)
-        self.value = _head(feature_size, cfg.hiddens, self.num_atoms, cfg.noisy, cfg.sigma0) \
-            if cfg.dueling else None
-        self.register_buffer("support", torch.linspace(cfg.v_min, cfg.v_max, max(2,
-                                                                                 cfg.num_atoms)))
+        head_outputs = self.num_actions * self.num_atoms
+        self.advantage = _head(feature_size, cfg.hiddens, head_outputs, cfg.noisy, cfg.sigma0)
+        self.value = None
+        if cfg.dueling:
+            self.value = _head(feature_size, cfg.hiddens, self.num_atoms, cfg.noisy, cfg.sigma0)
+        atoms = torch.linspace(cfg.v_min, cfg.v_max, max(2, cfg.num_atoms))
+        self.register_buffer("support", atoms)
 
     def set_noise(self, on: bool) -> None:
         for module in self.modules():
