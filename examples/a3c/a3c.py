@@ -52,7 +52,7 @@ def set_weights(policy, weights):
 
     with torch.no_grad():
         for p, w in zip(policy.parameters(), weights):
-            p.copy_(torch.as_tensor(w))
+            p.copy_(torch.tensor(w))  # a copy: object-store arrays are read-only
 
 
 def process_rollout(rewards, values, bootstrap_value, gamma=0.99, lambda_=1.0):
