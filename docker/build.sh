@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build base-deps, deploy and examples, in order, with podman (or docker: BUILDER=docker).
-# `build.sh base-deps deploy` builds only the images named (each needs the one before).
+# `build.sh base-deps deploy` builds only the images named (deploy and examples are
+# built FROM base-deps).
 # No registry is reachable on our machines, so the Debian base image is made locally
 # with mmdebstrap the first time (see ../../shared/CONTAINERS.md for the recipe).
 set -euo pipefail
@@ -24,5 +25,5 @@ for name in $wanted; do
 done
 [[ $wanted == *" base-deps "* ]] && build base-deps localhost/debian-base:bookworm
 [[ $wanted == *" deploy "* ]] && build deploy "localhost/ray/base-deps:$TAG"
-[[ $wanted == *" examples "* ]] && build examples "localhost/ray/deploy:$TAG"
+[[ $wanted == *" examples "* ]] && build examples "localhost/ray/base-deps:$TAG"
 echo "built:$wanted(localhost/ray/NAME:$TAG and :dev)"
