@@ -266,3 +266,27 @@ def test_autoscaler_kubernetes_example_uses_our_image():
         for c in config[key]["spec"]["containers"]:
             repo, _, tag = c["image"].rpartition(":")
             assert repo in _built_images() and tag == _ray_version(), c["image"]
+
+
+# ------------------------------------------------------------------ cluster script
+def test_cluster_script_sends_workers_its_settings_verbatim(tmp_path):
+    """`ray-cluster.sh script NAME` prints what a worker runs; the settings survive quoting."""
+    script = os.path.join(ROOT, "docker", "cluster", "ray-cluster.sh")
+    (tmp_path / "workers.txt").write_text("# comment\n10.0.0.2\n\n 10.0.0.3  # second\n")
+    args = "--num-cpus=2 --resources='{\"GPU_TYPE\": 1}' $HOME"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "HEAD_IP": "10.0.0.1",
+           "RAY_START_ARGS": args, "REDIS_PASSWORD": "p w$'\""}  # fmt: skip
+    done = subprocess.run([script, "-w", str(tmp_path / "workers.txt"), "script", "start"],
+                          capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    with open(os.path.join(ROOT, "docker", "cluster", "node", "start.sh")) as f:
+        assert text.endswith(f.read())
+    header = text.split("\n# Start Ray on this node")[0]
+    probe = header + '\nprintf "%s\\n" "$RAY_ROLE" "$HEAD_IP" "$RAY_START_ARGS" "$REDIS_PASSWORD"\n'
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert out.stdout.splitlines() == ["worker", "10.0.0.1", args, "p w$'\""], out.stdout
+    # Unknown commands and node scripts are clear errors.
+    bad = subprocess.run([script, "-w", str(tmp_path / "workers.txt"), "script", "nope"],
+                         capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and "no node script 'nope'" in bad.stderr
