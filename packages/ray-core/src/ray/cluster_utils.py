@@ -14,6 +14,7 @@ share one session directory and reach each other over TCP on 127.0.0.1.
 
 from __future__ import annotations
 
+import os
 import time
 
 from ray._private import node as node_mod
@@ -64,6 +65,7 @@ class Cluster:
         self.worker_nodes: list[ClusterNode] = []
         self.redis_password = None
         self._redis = None
+        self._redis_persist_dir: str | None = None
         self.address: str | None = None
         self.redis_address: str | None = None
         if initialize_head:
@@ -77,7 +79,7 @@ class Cluster:
         """Start a node: num_cpus, num_gpus, resources, object_store_memory, ..."""
         known = {"num_cpus", "num_gpus", "resources", "object_store_memory", "redis_password",
                  "_internal_config", "node_ip_address", "redis_port", "plasma_directory",
-                 "huge_pages"}
+                 "huge_pages", "redis_persist"}
         unknown = set(kwargs) - known
         if unknown:
             raise TypeError(f"Cluster.add_node got unknown arguments {sorted(unknown)}")
@@ -87,8 +89,11 @@ class Cluster:
 
             self.redis_password = kwargs.get("redis_password") or auth.new_secret()
             self._redis = node_mod.NodeProcesses(self.session_dir, owned_by_driver=True)
+            self._redis_persist_dir = (os.path.join(self.session_dir, "redis")
+                                       if kwargs.get("redis_persist") else None)
             self.address = self._redis.start_redis(
-                host=node_ip, port=kwargs.get("redis_port"), password=self.redis_password
+                host=node_ip, port=kwargs.get("redis_port"), password=self.redis_password,
+                persist_dir=self._redis_persist_dir,
             )
             self.redis_address = self.address
             auth.save_secret(self.address, self.redis_password)  # ray.init(address=...) finds it
@@ -129,6 +134,19 @@ class Cluster:
             self.head_node = None
         elif node in self.worker_nodes:
             self.worker_nodes.remove(node)
+
+    def restart_redis(self, down_s: float = 0.0) -> None:
+        """Kill the GCS's Redis (SIGKILL), wait ``down_s``, start it again on the same
+        port. With ``add_node(redis_persist=True)`` on the head it reloads its
+        append-only file; without, it comes back empty."""
+        name, proc = next((n, p) for n, p in self._redis.procs if n == "redis")
+        proc.kill()
+        proc.wait()
+        self._redis.procs.remove((name, proc))
+        time.sleep(down_s)
+        host, _, port = self.address.rpartition(":")
+        self._redis.start_redis(host=host, port=int(port), password=self.redis_password,
+                                persist_dir=self._redis_persist_dir)
 
     def list_all_nodes(self) -> list[ClusterNode]:
         return ([self.head_node] if self.head_node else []) + list(self.worker_nodes)

@@ -165,7 +165,10 @@ class NodeProcesses:
         cmd = [find_redis_server(), "--port", str(port), "--bind", *bind, "--save", "",
                "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"]
         if persist_dir:
-            cmd += ["--appendonly", "yes", "--dir", persist_dir]
+            # Append-only file in persist_dir: a restarted server (same port, same
+            # dir) reloads every GCS table, so nodes and drivers carry on.
+            os.makedirs(persist_dir, exist_ok=True)
+            cmd += ["--appendonly", "yes", "--appendfsync", "everysec", "--dir", persist_dir]
         else:
             cmd += ["--appendonly", "no"]
         if password:  # in a 0600 file, not on the command line where `ps` shows it

@@ -290,8 +290,18 @@ class RedisGcs(GcsClient):
 
     @staticmethod
     def _on_pubsub_error(exc, pubsub, thread):
-        logger.debug("GCS pub/sub stopped: %s", exc)
-        thread.stop()
+        # Redis went away (restarted, or the network dropped). Keep the listener
+        # thread: its next read reconnects, and redis-py then re-subscribes every
+        # channel, so subscribers resume once the server is back (messages published
+        # meanwhile are lost; tables are the source of truth). close() stops it.
+        import redis
+
+        if not isinstance(exc, redis.ConnectionError | redis.TimeoutError | OSError):
+            logger.debug("GCS pub/sub stopped: %s", exc)
+            thread.stop()
+            return
+        logger.debug("GCS pub/sub lost its connection (%s); reconnecting", exc)
+        time.sleep(0.5)
 
     def unsubscribe(self, channel):
         with self._lock:

@@ -66,6 +66,8 @@ class NodeManager:
         self._pinned: set[bytes] = set()
         self._secondary: set[bytes] = set()
         self._stopping = False
+        self._gcs_down = False
+        self._gcs_back_at = 0.0  # when the GCS answered again after an outage
         self.loop = None
         self.tcp_port = None
         self.drivers: dict[object, bytes] = {}
@@ -390,13 +392,21 @@ class NodeManager:
         while not self._stopping:
             try:
                 self._heartbeat()
-            except Exception:
-                logger.debug("heartbeat failed", exc_info=True)
+            except Exception as exc:
+                if not self._gcs_down:
+                    logger.warning("GCS unreachable (%s); retrying every %.1f s", exc, period)
+                self._gcs_down = True
             await asyncio.sleep(period)
 
     def _heartbeat(self):
         now = time.time()
         self.gcs.hset(keys.NODE_HEARTBEATS, self.node_id, str(now).encode())
+        if self._gcs_down:
+            # Redis restarted: every node's heartbeats stopped landing at once, so the
+            # monitor gives them a full timeout to resume before judging anyone.
+            logger.warning("GCS reachable again")
+            self._gcs_down = False
+            self._gcs_back_at = now
         self.gcs.hset_obj(keys.NODE_LOADS, self.node_id, {
             "available": self.resources.available_dict(),
             "total": self.resources.total_dict(),
@@ -405,7 +415,9 @@ class NodeManager:
         })
         nodes = self.gcs.hgetall_obj(keys.NODES)
         loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
-        if self.args.head:
+        if self.node_id not in nodes:  # a Redis restarted without its append-only file
+            self._register_node()
+        if self.args.head and now - self._gcs_back_at > self.config.heartbeat_timeout_s:
             self._mark_silent_nodes_dead(nodes, now)
         remote = {}
         for node_id, info in nodes.items():

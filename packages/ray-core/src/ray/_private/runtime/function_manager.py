@@ -92,8 +92,10 @@ class FunctionManager:
         pickled = self._gcs.get(key)
         if pickled is None:
             raise RaySystemError(
-                f"Function {function_id.hex()} is not in the GCS (key {key}); was the "
-                "driver that defined it disconnected?"
+                f"Function {function_id.hex()} is not in the GCS (key {key}): either the "
+                "driver that defined it disconnected, or the GCS's Redis restarted without "
+                "its state (start the head with `ray start --head --redis-persist` to keep "
+                "it across restarts; define the function again to re-export it)."
             )
         if pickled.startswith(LOCAL_PREFIX):
             obj = import_local(pickled[len(LOCAL_PREFIX):])
