@@ -158,3 +158,27 @@ def test_shipped_example_yamls_validate(provider):
     config = load_config(data)
     assert config.provider["type"] == provider
     assert config.head_start_ray_commands and config.worker_start_ray_commands
+
+
+def test_a_yaml_full_of_mistakes_reports_every_one_with_its_fix(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "cluster_name: 'my cluster!'\n"
+        "mx_workers: 3\n"
+        "idle_timeout_minutes: five\n"
+        "provider:\n  type: awz\n  region: us-west-2\n"
+        "auth:\n  ssh_user: 7\n"
+        "setup_commands: pip install numpy\n"
+        "head_setup_comands: []\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: 7 problems:")
+    for expected in ("`mx_workers`: did you mean `max_workers`?",
+                     "`head_setup_comands`: did you mean `head_setup_commands`?",
+                     "`cluster_name` is invalid", "`idle_timeout_minutes` is invalid",
+                     "`provider.type` is invalid", "one of local, aws, gcp",
+                     "`auth.ssh_user` is invalid", "`setup_commands` is invalid"):
+        assert expected in message, message
+    assert info.value.key == "head_setup_comands"

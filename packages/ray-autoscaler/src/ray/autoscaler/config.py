@@ -244,11 +244,30 @@ def load_config(source: str | os.PathLike | Mapping[str, Any]) -> ClusterConfig:
 def _validate(data: dict, where: str) -> None:
     validator = jsonschema.Draft7Validator(SCHEMA)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.path), list(e.path)))
-    if errors:
-        raise _explain(errors[0], data, where)
+    if not errors:
+        return
+    # A file full of mistakes gets all of them in one error, not one per attempt.
+    problems = [problem for error in errors for problem in _explain_all(error, data)]
+    problems = list({str(p): p for p in problems}.values())
+    first = problems[0]
+    if len(problems) == 1:
+        raise ConfigError(f"{where}{first}", key=first.key)
+    listing = "\n".join(f"  - {p}" for p in problems)
+    raise ConfigError(f"{where}{len(problems)} problems:\n{listing}", key=first.key)
 
 
-def _explain(error: jsonschema.ValidationError, data: dict, where: str) -> ConfigError:
+def _explain_all(error: jsonschema.ValidationError, data: dict) -> list[ConfigError]:
+    if error.validator != "additionalProperties":
+        return [_explain(error, data, "")]
+    parent = data
+    for part in error.absolute_path:
+        parent = parent[part]
+    return [_explain(error, data, "", unknown_key=key)
+            for key in sorted(set(parent) - set(error.schema.get("properties", {})))]
+
+
+def _explain(error: jsonschema.ValidationError, data: dict, where: str,
+             unknown_key: str | None = None) -> ConfigError:
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "additionalProperties":
         parent = data
@@ -256,7 +275,7 @@ def _explain(error: jsonschema.ValidationError, data: dict, where: str) -> Confi
             parent = parent[part]
         allowed = list(error.schema.get("properties", {}))
         unknown = sorted(set(parent) - set(allowed))
-        key = unknown[0] if unknown else "?"
+        key = unknown_key or (unknown[0] if unknown else "?")
         full = f"{path}.{key}" if path else key
         close = difflib.get_close_matches(key, allowed, n=1)
         fix = f"did you mean `{close[0]}`?" if close else f"known keys: {', '.join(allowed)}"
