@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ray
-from ray.rllib.agents.ddpg import ApexDDPGTrainer, DDPGTrainer, TD3Trainer
+from ray.rllib.agents.ddpg import DDPGTrainer, TD3Trainer
 from ray.rllib.agents.dqn import ApexTrainer, DQNTrainer
 from ray.rllib.agents.pg import PGTrainer
 from ray.rllib.agents.ppo.ppo import PPOTorchPolicy
@@ -194,21 +194,6 @@ def test_apex_dqn_trains_from_remote_workers_through_replay_actors(ray_start_2_c
         ray.get(shards[0].stats.remote(), timeout=30)
 
 
-@pytest.mark.slow
-def test_apex_ddpg_trains_on_pendulum(ray_start_2_cpus):
-    config = dict(TINY_DDPG, num_workers=2, sample_batch_size=20, learning_starts=100,
-                  buffer_size=5000, timesteps_per_iteration=200, target_network_update_freq=0,
-                  optimizer={"num_replay_buffer_shards": 1})
-    trainer = ApexDDPGTrainer(env="Pendulum-v1", config=config)
-    try:
-        result = {}
-        while not result or result["info"]["num_steps_trained"] == 0:
-            result = trainer.train()
-        assert np.isfinite(result["info"]["learner"]["default_policy"]["critic_loss"])
-    finally:
-        trainer.stop()
-
-
 class _TwoCartPoles(MultiAgentEnv):
     def __init__(self, config=None):
         self.envs = {"a": gym.make("CartPole-v1"), "b": gym.make("CartPole-v1")}
@@ -255,30 +240,33 @@ def test_apex_needs_remote_workers():
         ApexTrainer(env="CartPole-v1", config=dict(TINY_DQN, num_workers=0))
 
 
-def test_tune_runs_dqn_by_name(ray_start_2_cpus, tmp_path):
-    from ray import tune
-
-    analysis = tune.run("DQN", config=dict(TINY_DQN, env="CartPole-v1"),
-                        stop={"training_iteration": 1}, local_dir=str(tmp_path), verbose=0)
-    assert analysis.trials[0].last_result["timesteps_total"] >= 200
-
-
-_CLI_CONFIGS = {
+_BY_NAME = {
     "DQN": ("CartPole-v1", TINY_DQN),
     "APEX": ("CartPole-v1", dict(TINY_DQN, num_workers=1, sample_batch_size=20,
                                  optimizer={"num_replay_buffer_shards": 1})),
     "DDPG": ("Pendulum-v1", TINY_DDPG),
     "TD3": ("Pendulum-v1", TINY_DDPG),
     "APEX_DDPG": ("Pendulum-v1", dict(TINY_DDPG, num_workers=1, sample_batch_size=20,
+                                      target_network_update_freq=0,
                                       optimizer={"num_replay_buffer_shards": 1})),
     "SAC": ("Pendulum-v1", TINY_SAC),
 }
 
 
-@pytest.mark.slow
+def test_tune_runs_every_off_policy_algorithm_by_name(ray_start_2_cpus, tmp_path):
+    from ray import tune
+
+    for name, (env_id, config) in _BY_NAME.items():
+        analysis = tune.run(name, config=dict(config, env=env_id),
+                            stop={"timesteps_total": 300}, local_dir=str(tmp_path), verbose=0)
+        result = analysis.trials[0].last_result
+        assert result["timesteps_total"] >= 300, name
+        if not name.startswith("APEX"):  # Ape-X's learner thread may not have started yet
+            assert result["info"]["num_steps_trained"] > 0, name
+
+
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("algorithm", sorted(_CLI_CONFIGS))
-def test_rllib_train_cli_runs_each_algorithm(algorithm, tmp_path):
+def test_rllib_train_cli_runs_dqn(tmp_path):
     import json
     import os
     import shutil
@@ -286,10 +274,9 @@ def test_rllib_train_cli_runs_each_algorithm(algorithm, tmp_path):
     import sys
 
     rllib = shutil.which("rllib") or os.path.join(os.path.dirname(sys.executable), "rllib")
-    env_id, config = _CLI_CONFIGS[algorithm]
     out = subprocess.run(
-        [rllib, "train", "--run", algorithm, "--env", env_id, "--ray-num-cpus", "2",
-         "--stop", json.dumps({"training_iteration": 1}), "--config", json.dumps(config),
+        [rllib, "train", "--run", "DQN", "--env", "CartPole-v1", "--ray-num-cpus", "2",
+         "--stop", json.dumps({"training_iteration": 1}), "--config", json.dumps(TINY_DQN),
          "--local-dir", str(tmp_path / "results")],
         capture_output=True, text=True, timeout=280, env=dict(os.environ, HOME=str(tmp_path)),
         cwd=tmp_path)
