@@ -13,6 +13,7 @@ import threading
 import cloudpickle
 
 from plasma import serialization as _plasma_ser
+from plasma.errors import SerializationError as _SerializationError
 
 ERROR_METADATA = b"RAY_ERROR"
 PICKLE_METADATA = b"RAY_PICKLE"  # plain pickle bytes, no out-of-band buffers
@@ -42,7 +43,15 @@ def serialize(value):
     if type(value) in _PRIMITIVES:
         return _Small(PICKLE_METADATA, pickle.dumps(value, protocol=5)), ()
     with _Collector() as refs:
-        ser = _plasma_ser.serialize(value)  # raises SerializationError naming the culprit
+        try:
+            ser = _plasma_ser.serialize(value)  # raises SerializationError naming the culprit
+        except _SerializationError as exc:
+            raise _SerializationError(
+                f"{exc}. Make that object picklable (e.g. give its class __reduce__), keep "
+                "it out of values passed to or returned from tasks, or register a "
+                "serializer: ray.util.register_serializer(cls, serializer=..., "
+                "deserializer=...)."
+            ) from exc.__cause__
     return ser, refs
 
 
