@@ -148,3 +148,32 @@ def test_ape_x_epsilons_span_0_4_to_0_4_to_the_8th():
     eps = [per_worker_epsilon(i, 8) for i in range(1, 9)]
     assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4 ** 8)
     assert eps == sorted(eps, reverse=True)
+
+
+def test_replay_shard_waits_for_its_share_of_learning_starts_then_replays():
+    from ray.rllib.optimizers.async_replay_optimizer import ReplayShard
+
+    shard = ReplayShard(num_shards=2, learning_starts=20, buffer_size=100, train_batch_size=4,
+                        prioritized_replay_alpha=1.0, prioritized_replay_beta=0.4,
+                        prioritized_replay_eps=1e-6, seed=0)
+    shard.add_batch(_batch(5))
+    assert shard.replay() is None  # 5 < 20 / 2
+    shard.add_batch(_batch(5, start=5))
+    batch = shard.replay()
+    assert batch.count == 4 and "weights" in batch
+    shard.update_priorities({"default_policy": (np.arange(10), np.r_[np.zeros(9), 100.0])})
+    assert np.mean(shard.replay()["batch_indexes"] == 9) >= 0.75
+
+
+def test_replay_shard_batch_mode_replays_whole_batches():
+    from ray.rllib.optimizers.async_replay_optimizer import ReplayShard
+
+    shard = ReplayShard(num_shards=1, learning_starts=0, buffer_size=12, train_batch_size=6,
+                        prioritized_replay_alpha=0.6, prioritized_replay_beta=0.4,
+                        prioritized_replay_eps=1e-6, batch_replay=True, seed=0)
+    for start in (0, 5, 10):
+        shard.add_batch(_batch(5, start=start))
+    assert shard.stats()["num_batches"] == {"default_policy": 2}  # the oldest was evicted
+    obs = shard.replay()["obs"][:, 0]
+    assert len(obs) == 10 and set(obs) <= set(range(5, 15))
+    assert all(np.diff(obs[:5]) == 1)  # rows of a stored batch stay in order
