@@ -200,6 +200,16 @@ def test_pssh_scripts_install_start_run_tasks_and_stop_a_namespace_cluster(net, 
     assert lines["RAY_FROM"].startswith(os.path.join(head.home, "ray-venv")), lines["RAY_FROM"]
     assert all(_ray_processes(net).values()), "every host runs ray processes"
 
+    # parallel-rsync of an app directory (hosts share one filesystem: one destination).
+    app = os.path.join(head.home, "app")
+    os.makedirs(app)
+    with open(os.path.join(app, "job.py"), "w") as f:
+        f.write("print('hi')\n")
+    dest = os.path.join(net.workdir, "synced")
+    out = _ok(_cluster(net, head, env, "sync", app, dest))
+    assert out.count("[SUCCESS]") == len(workers), out
+    assert open(os.path.join(dest, "app", "job.py")).read() == "print('hi')\n"
+
     t = time.monotonic()
     out = _ok(_cluster(net, head, env, "down"))
     times["down"] = time.monotonic() - t

@@ -220,7 +220,8 @@ case $CMD in
     args=(-h "$HOSTFILE" -p "$PSSH_PAR" -t 0 -r)
     [ -n "${SSH_USER:-}" ] && args+=(-l "$SSH_USER")
     for o in $SSH_OPTIONS; do args+=(-O "$o"); done
-    [ -n "${SSH_KEY:-}" ] && args+=(-x "-i $SSH_KEY")
+    # parallel-rsync: -S is for ssh (its -x would go to rsync)
+    [ -n "${SSH_KEY:-}" ] && args+=(-S "-i $SSH_KEY")
     "$bin" "${args[@]}" "$1" "$2"
     ;;
   script)
