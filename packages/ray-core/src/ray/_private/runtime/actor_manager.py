@@ -11,6 +11,7 @@ queue in the caller. A dead actor fails pending and later calls with
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -181,7 +182,7 @@ class ActorManager:
             if "spillback" in reply:
                 try:
                     target = core.raylet_peer_for(reply["spillback"])
-                except OSError:
+                except (OSError, RayConnectionError):
                     # Spilled to a node that just died (this runs on the I/O thread, so
                     # raising here would close the connection it came from): retry locally.
                     core.loop.call_later(0.1, self._lease_and_start, owned, core.raylet, False)
@@ -192,8 +193,14 @@ class ActorManager:
                 return
             try:
                 peer = core.connect_worker(reply["address"], self._on_actor_peer_lost)
-            except OSError as exc:
-                self._mark_dead(owned.actor_id, f"cannot reach its worker: {exc}")
+            except (OSError, RayConnectionError) as exc:
+                # The leased worker died before we reached it: a death during creation
+                # (restarts if max_restarts allows), not a reason to give up at once.
+                logger.info("cannot reach the worker leased for actor %s: %s",
+                            owned.actor_id.hex(), exc)
+                with contextlib.suppress(RayConnectionError):
+                    raylet.notify("return_lease", reply["worker_id"], True)
+                self._owner_handle_death(owned, during_creation=True)
                 return
             peer.context["actor"] = owned.actor_id
             owned.worker_id = reply["worker_id"]
