@@ -12,6 +12,10 @@ per task is measured in isolation, on the real code paths (the owner's submit
 record, the worker's execution span, the flush of both events into a live
 GCS, and Redis' share): a figure that other load on the machine barely moves.
 
+``--same-cluster`` instead flips profiling in one running cluster between
+phases (the driver's config, and each worker's through a task that replaces
+it), so cluster start-up variance drops out; phases alternate on, off, off, on.
+
     .venv/bin/python benchmarks/bench_profiling_overhead.py --rounds 4
 """
 
@@ -58,6 +62,55 @@ def one_round(profiling: bool, n_tasks: int, repeat: int) -> tuple[float, float]
         return n_tasks / best, cpu_us_per_task
     finally:
         ray.shutdown()
+
+
+def same_cluster(n_tasks: int, phases: int) -> dict:
+    """Throughput and CPU per task, profiling flipped between phases of one cluster."""
+    import dataclasses
+
+    import ray
+    from ray._private import runtime as _runtime
+
+    ray.init(num_cpus=2)
+    try:
+        @ray.remote
+        def noop():
+            return None
+
+        @ray.remote
+        def set_profiling(enabled, hold_s):
+            rt = _runtime.current()
+            rt.config = dataclasses.replace(rt.config, profiling_enabled=enabled)
+            time.sleep(hold_s)  # so each of the two workers takes one
+            return os.getpid()
+
+        def flip(enabled):
+            driver = _runtime.current()
+            driver.config = dataclasses.replace(driver.config, profiling_enabled=enabled)
+            pids = set(ray.get([set_profiling.remote(enabled, 0.3) for _ in range(2)]))
+            if len(pids) != 2:
+                raise RuntimeError(f"expected both workers to flip, got pids {pids}")
+
+        ray.get([noop.remote() for _ in range(3000)])
+        rates, cpu = {True: [], False: []}, {True: [], False: []}
+        for i in range(phases):
+            enabled = i % 4 in (0, 3)
+            flip(enabled)
+            cpu0, t0 = _cluster_cpu_s(), time.perf_counter()
+            ray.get([noop.remote() for _ in range(n_tasks)])
+            rates[enabled].append(n_tasks / (time.perf_counter() - t0))
+            cpu[enabled].append((_cluster_cpu_s() - cpu0) / n_tasks * 1e6)
+    finally:
+        ray.shutdown()
+    on, off = statistics.median(rates[True]), statistics.median(rates[False])
+    cpu_on, cpu_off = statistics.median(cpu[True]), statistics.median(cpu[False])
+    return {"mode": "same cluster", "tasks_per_phase": n_tasks, "phases": phases,
+            "profiling_on_tasks_per_s": round(on), "profiling_off_tasks_per_s": round(off),
+            "on_over_off": round(on / off, 3),
+            "profiling_on_cpu_us_per_task": round(cpu_on, 1),
+            "profiling_off_cpu_us_per_task": round(cpu_off, 1),
+            "cpu_on_over_off": round(cpu_on / cpu_off, 3),
+            "loadavg_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
 def added_cpu_us_per_task(n_tasks: int = 20_000) -> dict:
@@ -107,7 +160,14 @@ def main():
     p.add_argument("--rounds", type=int, default=4, help="clusters per setting")
     p.add_argument("--tasks", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--same-cluster", action="store_true",
+                   help="flip profiling between phases of one cluster (--rounds*4 phases)")
     args = p.parse_args()
+    if args.same_cluster:
+        result = same_cluster(max(args.tasks, 20_000), args.rounds * 4)
+        result["added_cpu_us_per_task"] = added_cpu_us_per_task()
+        print(json.dumps(result, indent=2))
+        return
     rates, cpu = {True: [], False: []}, {True: [], False: []}
     for i in range(args.rounds * 2):
         profiling = i % 4 in (0, 3)
