@@ -3,6 +3,7 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 import ray
 from ray.rllib.agents.ddpg import DDPGTrainer, TD3Trainer
@@ -12,6 +13,8 @@ from ray.rllib.agents.ppo.ppo import PPOTorchPolicy
 from ray.rllib.agents.sac import SACTrainer
 from ray.rllib.env import MultiAgentEnv
 from ray.rllib.evaluation.worker_set import WorkerSet
+from ray.rllib.models import ModelCatalog
+from ray.rllib.models.pytorch.model import TorchModel
 from ray.rllib.optimizers import (
     LocalMultiGPUOptimizer,
     SyncBatchReplayOptimizer,
@@ -75,6 +78,34 @@ def test_dqn_save_restore_keeps_the_target_network(tmp_path):
             restored.stop()
     finally:
         trainer.stop()
+
+
+class _MaskedQModel(TorchModel):
+    """Q-values straight from the model, action 1 masked out (parametric-action style)."""
+
+    def __init__(self, obs_space, num_outputs, options):
+        super().__init__(obs_space, num_outputs, options)
+        self.linear = torch.nn.Linear(int(np.prod(obs_space.shape)), num_outputs)
+
+    def _forward(self, input_dict, hidden_state):
+        scores = self.linear(input_dict["obs_flat"].float())
+        mask = torch.tensor([0.0, torch.finfo(torch.float32).min])
+        return scores + mask, None, scores[:, 0], hidden_state
+
+
+def test_parametric_dqn_takes_q_values_from_a_custom_model_with_hiddens_empty():
+    ModelCatalog.register_custom_model("masked_q", _MaskedQModel)
+    config = dict(TINY_DQN, hiddens=[], dueling=False, model={"custom_model": "masked_q"})
+    trainer = DQNTrainer(env="CartPole-v1", config=config)
+    try:
+        trainer.train()
+        obs = gym.make("CartPole-v1").reset(seed=0)[0]
+        assert {int(trainer.compute_action(obs + i * 0.01, explore=False))
+                for i in range(20)} == {0}
+    finally:
+        trainer.stop()
+    with pytest.raises(ValueError, match="dueling=False"):
+        DQNTrainer(env="CartPole-v1", config=dict(config, dueling=True))
 
 
 def test_value_based_and_continuous_algorithms_refuse_the_wrong_action_space():

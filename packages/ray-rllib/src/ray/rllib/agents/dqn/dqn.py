@@ -192,10 +192,21 @@ class QNetwork(nn.Module):
         self.num_actions = int(action_space.n)
         self.num_atoms = cfg.num_atoms
         self.dueling = cfg.dueling
-        self.trunk, feature_size = _trunk(obs_space, action_space, model_config)
         head_outputs = self.num_actions * self.num_atoms
-        self.advantage = _head(feature_size, cfg.hiddens, head_outputs, cfg.noisy, cfg.sigma0)
         self.value = None
+        if _uses_catalog_model(obs_space, model_config) and not cfg.hiddens:
+            # Parametric actions (Ray 0.7 docs): with hiddens=[] a custom model's outputs
+            # are the action scores themselves, so it can mask unavailable actions.
+            if cfg.dueling:
+                raise ValueError("with hiddens=[] the custom model's outputs are the Q-values "
+                                 "and there is no separate value stream: set dueling=False")
+            self.trunk = _CatalogTrunk(ModelCatalog.get_model_v2(
+                obs_space, action_space, head_outputs, model_config))
+            self.advantage = nn.Identity()
+        else:
+            self.trunk, feature_size = _trunk(obs_space, action_space, model_config)
+            self.advantage = _head(feature_size, cfg.hiddens, head_outputs, cfg.noisy,
+                                   cfg.sigma0)
         if cfg.dueling:
             self.value = _head(feature_size, cfg.hiddens, self.num_atoms, cfg.noisy, cfg.sigma0)
         atoms = torch.linspace(cfg.v_min, cfg.v_max, max(2, cfg.num_atoms))
@@ -241,9 +252,13 @@ class _CatalogTrunk(nn.Module):
         return self.model(input_dict, [], None)[0]
 
 
+def _uses_catalog_model(obs_space, model_config: dict) -> bool:
+    return bool(model_config.get("custom_model")) or len(obs_space.shape) == 3
+
+
 def _trunk(obs_space, action_space, model_config: dict):
     hiddens = list(model_config.get("fcnet_hiddens", [256, 256]))
-    if model_config.get("custom_model") or len(obs_space.shape) == 3:
+    if _uses_catalog_model(obs_space, model_config):
         size = hiddens[-1] if hiddens else 256
         model = ModelCatalog.get_model_v2(obs_space, action_space, size, model_config)
         return _CatalogTrunk(model), size
