@@ -13,11 +13,14 @@ fi
 NODE_IP=$(ip -4 route get "$HEAD_IP" 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
 [ "$RAY_ROLE" = head ] && NODE_IP=$HEAD_IP
 ray stop >/dev/null 2>&1 || true
+# The secret goes through the environment (ray start reads $RAY_REDIS_PASSWORD), not argv,
+# where `ps` would show it to every user of the node.
+if [ -n "${REDIS_PASSWORD:-}" ]; then export RAY_REDIS_PASSWORD="$REDIS_PASSWORD"; fi
 # shellcheck disable=SC2086  # RAY_START_ARGS / RAY_HEAD_ARGS are word lists
 if [ "$RAY_ROLE" = head ]; then
   ray start --head --redis-port="${REDIS_PORT:-6379}" --node-ip-address="$NODE_IP" \
-    ${REDIS_PASSWORD:+--redis-password="$REDIS_PASSWORD"} ${RAY_START_ARGS:-} ${RAY_HEAD_ARGS:-}
+    ${RAY_START_ARGS:-} ${RAY_HEAD_ARGS:-}
 else
   ray start --address="$HEAD_IP:${REDIS_PORT:-6379}" ${NODE_IP:+--node-ip-address="$NODE_IP"} \
-    ${REDIS_PASSWORD:+--redis-password="$REDIS_PASSWORD"} ${RAY_START_ARGS:-}
+    ${RAY_START_ARGS:-}
 fi
