@@ -19,11 +19,13 @@ else
   set -- --address="$HEAD_IP:${REDIS_PORT:-6379}"
   ROLE_ARGS=
 fi
+# The secret enters the container through its environment (`-e NAME` copies it from ours),
+# never the command line, where `ps` on the host would show it.
+if [ -n "${REDIS_PASSWORD:-}" ]; then export RAY_REDIS_PASSWORD="$REDIS_PASSWORD"; fi
 # shellcheck disable=SC2086  # DOCKER_RUN_ARGS / RAY_START_ARGS / ROLE_ARGS are word lists
 "$DOCKER" run -d --name "$NAME" --label ray.node-ip="$NODE_IP" --net=host \
-  --shm-size="${SHM_SIZE:-2g}" ${DOCKER_RUN_ARGS:-} "$RAY_IMAGE" \
-  "$@" --node-ip-address="$NODE_IP" ${REDIS_PASSWORD:+--redis-password="$REDIS_PASSWORD"} \
-  ${RAY_START_ARGS:-} $ROLE_ARGS
+  --shm-size="${SHM_SIZE:-2g}" ${REDIS_PASSWORD:+-e RAY_REDIS_PASSWORD} ${DOCKER_RUN_ARGS:-} \
+  "$RAY_IMAGE" "$@" --node-ip-address="$NODE_IP" ${RAY_START_ARGS:-} $ROLE_ARGS
 sleep 2
 if [ "$("$DOCKER" inspect -f '{{.State.Running}}' "$NAME")" != true ]; then
   echo "start_docker: container $NAME on $(hostname) exited:" >&2
