@@ -55,8 +55,13 @@ def test_twostep_game_example_runs_qmix_under_tune(tmp_path):
                                                   os.path.join(HERE, "twostep_game.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    analysis = module.main("QMIX", stop_timesteps=200, local_dir=str(tmp_path),
-                           config={"learning_starts": 50})
+    import ray
+
+    try:
+        analysis = module.main("QMIX", stop_timesteps=200, local_dir=str(tmp_path),
+                               config={"learning_starts": 50})
+    finally:
+        ray.shutdown()  # tune.run started Ray
     trials = getattr(analysis, "trials", analysis)
     assert trials[0].last_result["timesteps_total"] >= 200
     assert trials[0].last_result["episodes_total"] >= 100  # two steps per episode

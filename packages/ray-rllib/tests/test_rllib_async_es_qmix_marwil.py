@@ -21,8 +21,6 @@ from ray.rllib.evaluation.sample_batch_builder import SampleBatchBuilder
 from ray.rllib.offline import JsonWriter
 from ray.tune import register_env
 
-MINE = ["IMPALA", "APPO", "ES", "ARS", "MARWIL", "QMIX", "VDN"]
-
 
 def _evaluate(trainer, env_id="CartPole-v1", episodes=5):
     env = gym.make(env_id)
@@ -186,17 +184,27 @@ def _small_config(alg, tmp_path):
                                "min_iter_time_s": 0}
 
 
-@pytest.mark.timeout(300)
-def test_every_algorithm_runs_under_tune(ray_start_2_cpus, tmp_path):
+def _run_under_tune(algorithms, tmp_path):
     from ray import tune
 
-    for alg in MINE:
+    for alg in algorithms:
         env, config = _small_config(alg, tmp_path)
         analysis = tune.run(alg, stop={"training_iteration": 1}, config=dict(config, env=env),
                             local_dir=str(tmp_path / "results"), verbose=0)
         trials = getattr(analysis, "trials", analysis)
         assert trials[0].last_result["training_iteration"] == 1, alg
         assert trials[0].last_result["timesteps_total"] > 0, alg
+
+
+@pytest.mark.timeout(300)
+def test_one_algorithm_per_family_runs_under_tune(ray_start_2_cpus, tmp_path):
+    _run_under_tune(["IMPALA", "ES", "QMIX", "MARWIL"], tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_other_algorithms_run_under_tune(ray_start_2_cpus, tmp_path):
+    _run_under_tune(["APPO", "ARS", "VDN"], tmp_path)
 
 
 @pytest.mark.parametrize("alg", [
