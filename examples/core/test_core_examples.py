@@ -37,6 +37,10 @@ def test_parallel_sleeps_take_about_one_sleep(tutorial):
     assert tutorial.example_parallel_sleeps(4, 0.5) < 4 * 0.5 * 0.75
 
 
+def test_put_of_a_large_array_reports_its_write_speed(tutorial):
+    assert tutorial.example_put_throughput(50 * 10**6) > 0.05  # GB/s; the 1 GB run is in benchmarks/
+
+
 def test_dataflow_multiplies_two_zero_matrices(tutorial):
     result = tutorial.example_dataflow(20)
     assert result.shape == (20, 20) and not result.any()

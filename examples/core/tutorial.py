@@ -1,8 +1,8 @@
-"""The tutorial snippets of the documents, runnable (FEATURES EX-001, 003-008, 025).
+"""The tutorial snippets of the documents, runnable (FEATURES EX-001 to EX-008, EX-025).
 
 Each ``example_*`` function is one snippet from the walkthroughs: parallel sleeps,
 a dataflow of ``zeros`` feeding ``multiply``, a tree reduction, nested tasks,
-counter actors, an environment held by an actor (gymnasium's CartPole, or Pong
+counter actors, the 1 GB ``ray.put`` timing, an environment held by an actor (gymnasium's CartPole, or Pong
 with ``--env ALE/Pong-v5``), a timeline of a small three-round job and the
 Kubernetes-page smoke test. Run all of them with::
 
@@ -37,6 +37,20 @@ def example_parallel_sleeps(num_tasks: int = 4, duration_s: float = 1.0) -> floa
     results = ray.get([sleepy.remote(duration_s) for _ in range(num_tasks)])
     assert results == [1] * num_tasks
     return time.perf_counter() - start
+
+
+# --- EX-002: how fast ray.put writes a large array ----------------------------
+
+
+def example_put_throughput(num_bytes: int = 10**9) -> float:
+    """``x = np.ones(10 ** 9, dtype=np.uint8); ray.put(x)``: returns GB/s."""
+    x = np.ones(num_bytes, dtype=np.uint8)
+    start = time.perf_counter()
+    x_id = ray.put(x)
+    elapsed = time.perf_counter() - start
+    assert ray.get(x_id)[-1] == 1
+    del x_id
+    return num_bytes / elapsed / 1e9
 
 
 # --- EX-004: a small dataflow graph ------------------------------------------
@@ -204,6 +218,7 @@ def main(argv=None) -> dict:
     sleep_s = 0.2 if args.smoke else 1.0
     out = {
         "parallel_sleeps_s": example_parallel_sleeps(4, sleep_s),
+        "put_gb_per_s": example_put_throughput(10**7 if args.smoke else 10**9),
         "dataflow_sum": float(example_dataflow(10 if args.smoke else 100).sum()),
         "tree_reduce_len": len(example_tree_reduce(16 if args.smoke else 100)),
         "nested": example_nested_tasks(),
