@@ -124,8 +124,13 @@ def _messages(methods):
     # replies nobody asked for, unknown kinds, and wrong shapes: out-of-order and malformed
     reply = st.tuples(st.sampled_from([rpc.REPLY_OK, rpc.REPLY_ERR]), st.integers(0, 2**32),
                       values).map(list)
+    # well-formed lease requests with hostile amounts (negative, NaN, huge, wrong types)
+    amounts = st.floats(allow_nan=True) | st.integers(-2**40, 2**40) | leaves
+    lease = st.tuples(st.dictionaries(st.sampled_from(["CPU", "GPU", "x"]), amounts, max_size=3),
+                      st.binary(max_size=4), st.booleans(), st.booleans()).map(
+        lambda t: [rpc.REQUEST, 1, "request_lease", [*t, None]])
     odd = st.lists(values, max_size=5) | values
-    return request | oneway | reply | odd
+    return request | oneway | reply | lease | odd
 
 
 def _payloads(methods):
@@ -267,4 +272,26 @@ def test_pre_auth_handshake_refuses_anything_but_the_right_answer(node, answer, 
                 received += chunk
     MESSAGES_SENT["count"] += 1
     assert b"pong" not in received
+    _healthy(node)
+
+
+def _raw_call(address, method, *args):
+    with contextlib.closing(_connect(address)) as sock:
+        sock.sendall(rpc.pack([rpc.REQUEST, 1, method, list(args)]))
+        unpacker = msgpack.Unpacker(raw=False)
+        while True:
+            data = sock.recv(65536)
+            assert data, "the raylet closed the connection instead of answering"
+            unpacker.feed(data)
+            for msg in unpacker:
+                return msg
+
+
+@pytest.mark.parametrize("amount", [-5, float("nan"), float("inf"), "x", True])
+def test_raylet_refuses_lease_shapes_that_would_corrupt_accounting(node, amount):
+    """Found by fuzzing: {"CPU": -5} was granted, so the node offered 7 of its 2 CPUs."""
+    reply = _raw_call(node["raylet_tcp"], "request_lease", {"CPU": amount}, b"\x01\x00\x00\x00",
+                      False, False, None)
+    assert reply[0] == rpc.REPLY_ERR and "bad resource request" in reply[2], reply
+    assert ray.available_resources().get("CPU", 0) <= ray.cluster_resources()["CPU"]
     _healthy(node)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import signal
 import socket
@@ -32,6 +33,18 @@ from ray._private.raylet.worker_pool import IDLE, LEASED, STARTING, WorkerPool, 
 from ray._private.rpc import Deferred
 
 logger = logging.getLogger(__name__)
+
+
+def _check_lease_shape(shape) -> None:
+    """Refuse shapes that would corrupt resource accounting for everyone (a negative
+    amount would be granted and inflate what the node offers to other clients)."""
+    if not isinstance(shape, dict):
+        raise ValueError(f"a lease shape must be a mapping of resource -> amount, got {shape!r}")
+    for name, amount in shape.items():
+        if (not isinstance(name, str) or isinstance(amount, bool)
+                or not isinstance(amount, int | float) or not math.isfinite(amount) or amount < 0):
+            raise ValueError(f"bad resource request {name!r}: {amount!r} (must be a finite "
+                             "number >= 0)")
 
 
 class NodeManager:
@@ -197,6 +210,7 @@ class NodeManager:
     # -- leases ---------------------------------------------------------------------
     def h_request_lease(self, peer, shape, job_id, is_actor, spilled, owner_address,
                         detached=False):
+        _check_lease_shape(shape)
         self._req_ids += 1
         rid = self._req_ids
         req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(detached),
