@@ -162,7 +162,7 @@ def test_ray_start_prints_the_secret_and_joining_needs_it(tmp_path):
     finally:
         subprocess.run(cmd + ["stop", "--temp-dir", temp], env=env, timeout=120,
                        capture_output=True)
-        auth.forget_secret(f"127.0.0.1:{port}")
+    assert auth.load_secret(f"127.0.0.1:{port}") is None  # ray stop forgot it
 
 
 def _free_port():

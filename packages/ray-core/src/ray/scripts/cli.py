@@ -166,6 +166,8 @@ def start(head, address, redis_port, redis_shard_ports, num_redis_shards, redis_
         f.write(address)
     if head:
         auth.save_secret(address, redis_password)
+        with open(os.path.join(session_dir, "gcs_address"), "w") as f:  # ray stop forgets it
+            f.write(address)
         pw = f" --redis-password='{redis_password}'"
         click.echo(
             f"\nStarted ray on this node (head). The cluster address is {address}\n\n"
@@ -257,7 +259,23 @@ def stop(temp_dir, force, grace_period):
     root = temp_dir or "/tmp/ray"
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(root, "ray_current_cluster"))
+    _forget_stopped_secrets(root, {p.pid for p in victims})
     click.echo(f"Stopped {len(victims)} ray processes.")
+
+
+def _forget_stopped_secrets(root: str, stopped: set[int]) -> None:
+    """Delete the secret files of heads whose Redis this ``ray stop`` just stopped."""
+    from ray._private import auth
+
+    for pids_path in glob.glob(os.path.join(root, "session_*", "pids.json")):
+        session = os.path.dirname(pids_path)
+        with contextlib.suppress(OSError, ValueError):
+            with open(pids_path) as f:
+                pids = json.load(f)
+            with open(os.path.join(session, "gcs_address")) as f:
+                address = f.read().strip()
+            if any(name.startswith("redis-") and pid in stopped for name, pid in pids.items()):
+                auth.forget_secret(address)
 
 
 def _connect_gcs(address, redis_password):
