@@ -220,6 +220,11 @@ class ActorManager:
                 peer.notify("push_tasks", [spec])
             except RayConnectionError:
                 pass
+            if peer.closed:
+                # The worker died before context["actor"] was set, so its close callback
+                # may have ignored it (this reply can run off the I/O thread): handle the
+                # death here; _on_actor_peer_lost is idempotent per peer.
+                self._on_actor_peer_lost(peer)
 
         fut.add_done_callback(on_reply)
 
@@ -365,6 +370,8 @@ class ActorManager:
         with self.lock:
             if client.peer is not peer and getattr(client, "creating_peer", None) is not peer:
                 return
+            if getattr(client, "creating_peer", None) is peer:
+                client.creating_peer = None  # handle each peer's death once
             client.peer = None
             client.state = RESTARTING
             lost = list(client.inflight.values())
