@@ -86,6 +86,32 @@ class Span:
 NO_SPAN = contextlib.nullcontext()  # what profile spans are when profiling is off
 
 
+class PeriodicFlusher:
+    """Calls ``flush_fn`` every ``period_s`` on its own daemon thread.
+
+    Not on the runtime's I/O loop: a flush waits on Redis, and under load that
+    wait (Redis has to be scheduled) would stall every task result behind it."""
+
+    def __init__(self, period_s: float, flush_fn, name: str = "ray-profile-flush"):
+        self._period_s = period_s
+        self._flush_fn = flush_fn
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import logging
+
+        while not self._stop.wait(self._period_s):
+            try:
+                self._flush_fn()
+            except Exception:  # noqa: BLE001 - the GCS may be gone at shutdown
+                logging.getLogger(__name__).debug("profile flush failed", exc_info=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 def flush(gcs, buffer: EventBuffer, node_ip: str, component: str, *,
           batch_events: int = 2000, max_batches: int = 500) -> int:
     """Ship the buffer's events to the GCS; returns how many were sent."""
@@ -136,4 +162,5 @@ def _hexify(extra: dict) -> dict:
     return out
 
 
-__all__ = ["DROPPED_EVENT", "NO_SPAN", "EventBuffer", "Span", "decode_batches", "flush"]
+__all__ = ["DROPPED_EVENT", "NO_SPAN", "EventBuffer", "PeriodicFlusher", "Span", "decode_batches",
+           "flush"]

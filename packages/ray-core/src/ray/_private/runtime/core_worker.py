@@ -121,7 +121,8 @@ class CoreWorker:
         from ray._private.runtime.actor_manager import ActorManager
 
         self.actors = ActorManager(self)
-        self.loop.call_later(config.task_events_flush_period_s, self._periodic_flush)
+        self._flusher = profiling.PeriodicFlusher(config.task_events_flush_period_s,
+                                                  self.flush_profile_events)
         gcs.subscribe_obj(keys.CHANNEL_NODES, self._on_node_event)
         introspection.install(self)
         self.loop.call_later(0.01, self._periodic_drain)
@@ -691,15 +692,6 @@ class CoreWorker:
         profiling.flush(self.gcs, self._profile_events, self.node_ip,
                         f"{self.mode}:{self.worker_id.hex()}")
 
-    def _periodic_flush(self) -> None:
-        if self.shutting_down:
-            return
-        try:
-            self.flush_profile_events()
-        except Exception:
-            logger.debug("profile flush failed", exc_info=True)
-        self.loop.call_later(self.config.task_events_flush_period_s, self._periodic_flush)
-
     # -- lifecycle --------------------------------------------------------------------------------
     def _handle_exit(self, peer):
         if self.mode == MODE_WORKER:
@@ -726,6 +718,7 @@ class CoreWorker:
     def shutdown(self) -> None:
         if self.shutting_down:
             return
+        self._flusher.stop()
         with contextlib.suppress(Exception):
             self.flush_profile_events()
         self.shutting_down = True
