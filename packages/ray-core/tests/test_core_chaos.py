@@ -163,6 +163,13 @@ def _owner_state() -> str:
     import sys
     import traceback
 
+    actors = runtime.current().actors
+    for actor_id, client in list(actors.clients.items()):
+        owned = actors.owned.get(actor_id)
+        lines.append(f"actor {actor_id.hex()[:8]} {client.state} queued={len(client.queue)} "
+                     f"inflight={len(client.inflight)} peer={client.peer is not None} "
+                     f"restarts={owned and owned.num_restarts} cause={client.death_cause[:80]}")
+
     for thread in threading.enumerate():
         if thread.name.startswith("ray-io"):
             frame = sys._current_frames().get(thread.ident)
@@ -242,8 +249,10 @@ def run_chaos(*, num_tasks: int, actor_calls: int, num_actors: int = 2,
         assert ray.get([combine.remote(i, 1) for i in range(20)], timeout=GET_TIMEOUT_S) \
             == [i + 1 for i in range(20)]
         fresh = Squarer.remote()
-        assert ray.get(fresh.square.remote(7), timeout=GET_TIMEOUT_S)[0] == 49
-        assert ray.get(actors[0].square.remote(3), timeout=GET_TIMEOUT_S)[0] == 9
+        after = ChaosReport()
+        _check(fresh.square.remote(7), 49, after, actor=True)
+        _check(actors[0].square.remote(3), 9, after, actor=True)
+        assert after.actor_calls_ok == 2, "an actor with max_restarts=-1 failed after chaos"
         return report
     finally:
         if killer is not None:
@@ -261,3 +270,19 @@ def test_task_graph_and_actors_survive_killed_workers_and_raylets():
     assert report.tasks_ok + report.tasks_failed_documented == report.trees_submitted
     assert report.actor_calls_ok + report.actor_calls_failed_documented \
         == report.actor_calls_submitted
+
+
+def test_a_node_started_from_a_thread_outlives_that_thread():
+    """Found by the chaos killer (it adds replacement nodes from its thread): children
+    got PR_SET_PDEATHSIG, which fires when the forking *thread* exits, so every node it
+    had started died with it as soon as the chaos ended."""
+    cluster = Cluster()
+    try:
+        cluster.add_node(num_cpus=1)
+        starter = threading.Thread(target=cluster.add_node, kwargs={"num_cpus": 1})
+        starter.start()
+        starter.join(60)
+        time.sleep(1.0)
+        assert all(node.all_processes_alive() for node in cluster.list_all_nodes())
+    finally:
+        cluster.shutdown()

@@ -140,6 +140,16 @@ def _set_pdeathsig():
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
 
 
+def _owned_preexec():
+    """Children die with their owner. PR_SET_PDEATHSIG fires when the *thread* that
+    forked them exits, so it is only safe from the main thread: a node started from
+    another thread (a test harness, a thread that called ray.init) would otherwise die
+    with that thread. The raylet also polls its owner's pid (--owner-pid)."""
+    import threading
+
+    return _set_pdeathsig if threading.current_thread() is threading.main_thread() else None
+
+
 class NodeProcesses:
     """The processes this node started; ``kill_all`` stops them in reverse order."""
 
@@ -184,7 +194,7 @@ class NodeProcesses:
         with self._log(f"{name}.out") as out:
             proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=_set_pdeathsig if self.owned_by_driver else os.setsid,
+                preexec_fn=_owned_preexec() if self.owned_by_driver else os.setsid,
             )
         self.procs.append((name, proc))
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
@@ -240,6 +250,8 @@ class NodeProcesses:
             cmd += ["--owner-pid", str(os.getpid())]
         env = _child_env(redis_password)
         env["RAY_CONFIG_JSON"] = config_to_json(config)
+        if self.owned_by_driver and _owned_preexec() is None:
+            env["RAY_RAYLET_NO_PDEATHSIG"] = "1"
         env.setdefault("PLASMA_PREFAULT_BYTES", str(config.object_store_prefault_bytes))
         # Pre-faulting yields the CPU to the worker zygote and the driver starting now.
         env.setdefault("PLASMA_PREFAULT_NICE", "15")
@@ -247,7 +259,7 @@ class NodeProcesses:
             proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 pass_fds=(write_fd,), env=env,
-                preexec_fn=_set_pdeathsig if self.owned_by_driver else os.setsid,
+                preexec_fn=_owned_preexec() if self.owned_by_driver else os.setsid,
             )
         os.close(write_fd)
         self.procs.append(("raylet", proc))

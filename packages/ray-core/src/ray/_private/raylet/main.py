@@ -55,7 +55,9 @@ def main(argv=None):
     from ray._private.raylet import worker_pool
     from ray._private.workers.default_worker import die_with_parent_if_owned
 
-    if args.owner_pid:
+    # Started from a thread other than its owner's main thread: PDEATHSIG would fire
+    # when that thread exits; polling --owner-pid is enough.
+    if args.owner_pid and not os.environ.pop("RAY_RAYLET_NO_PDEATHSIG", None):
         die_with_parent_if_owned()
     secret = args.redis_password or os.environ.get(auth.SECRET_ENV)
     auth.set_cluster_secret(secret, export=True)
