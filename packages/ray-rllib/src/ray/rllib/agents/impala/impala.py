@@ -13,6 +13,7 @@ worker (the A3C loss, no off-policy correction).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,8 @@ from ray.rllib.policy.mixins import LearningRateSchedule
 from ray.rllib.policy.sample_batch import SampleBatch
 from ray.rllib.policy.torch_policy import explained_variance
 from ray.rllib.policy.torch_policy_template import build_torch_policy
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,9 @@ class ImpalaTrainer(Trainer):
         if config["num_gpus"] and not torch.cuda.is_available():
             raise ValueError(f"num_gpus={config['num_gpus']} but no GPU is visible: set "
                              "num_gpus=0 to train on the CPU")
+        if config["num_gpus"]:
+            logger.warning("%s: the learner runs on the CPU; num_gpus=%s only reserves the "
+                           "GPUs", self._name, config["num_gpus"])
         self.impala_config = typed_view(ImpalaConfig, config)
         super()._init(config, env_creator)
         self.optimizer = make_async_optimizer(self.workers, config)
