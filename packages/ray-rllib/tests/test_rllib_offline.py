@@ -185,3 +185,26 @@ def test_evaluation_simulates_while_training_reads_offline(tmp_path):
     assert math.isnan(result["episode_reward_mean"])
     assert result["evaluation"]["episode_reward_mean"] > 0
     assert result["evaluation"]["episodes_this_iter"] == 2
+
+
+def test_simulation_input_evaluation_reports_episodes_of_the_current_policy(tmp_path):
+    writer = JsonWriter(str(tmp_path), compress_columns=[])
+    builder = SampleBatchBuilder()
+    for t in range(20):
+        builder.add_values(t=t, eps_id=1, agent_index=0, obs=np.zeros(4, np.float32),
+                           actions=t % 2, action_prob=0.5, rewards=1.0, dones=t == 19,
+                           new_obs=np.zeros(4, np.float32))
+    writer.write(builder.build_and_reset())
+    writer.close()
+    trainer = PGTrainer(env="CartPole-v0", config={
+        "num_workers": 0, "train_batch_size": 100, "input": str(tmp_path),
+        "input_evaluation": ["simulation"], "postprocess_inputs": True, "min_iter_time_s": 1,
+        "seed": 0})
+    try:
+        result = trainer.train()
+    finally:
+        trainer.stop()
+    assert not trainer.workers.local_worker().sampler.is_alive()
+    assert result["episodes_this_iter"] > 0  # simulated in the background, not learned from
+    assert result["episode_reward_mean"] > 0
+    assert result["info"]["num_steps_trained"] % 20 == 0  # only the offline rows were learned
