@@ -29,7 +29,7 @@ def test_gae_with_lambda_one_is_discounted_return_minus_value():
 def test_a3c_runs_asynchronously_on_runner_actors():
     ray.init(num_cpus=2)
     try:
-        policy, episodes = _load().main(["--num-workers=2", "--total-steps=1000"])
+        policy, episodes = _load().main(["--num-workers=2", "--total-steps=600"])
     finally:
         ray.shutdown()
-    assert len(episodes) >= 5 and all(e >= 1 for e in episodes)
+    assert len(episodes) >= 3 and all(e >= 1 for e in episodes)

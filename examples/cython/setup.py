@@ -14,6 +14,6 @@ setup(
     name="cython_examples",
     version="0.1",
     packages=["cython_examples"],
-    ext_modules=cythonize(extensions, language_level=3),
+    ext_modules=cythonize(extensions, language_level=3, nthreads=2),
     zip_safe=False,
 )

@@ -21,7 +21,7 @@ def compiled(tmp_path_factory):
     build = tmp_path_factory.mktemp("cython_build")
     shutil.copytree(os.path.join(HERE, "cython_examples"), build / "cython_examples")
     shutil.copy(os.path.join(HERE, "setup.py"), build)
-    proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=build,
+    proc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"], cwd=build,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     # Workers inherit the environment of the process that starts the cluster: this is
