@@ -38,7 +38,7 @@ def make_pong_ram(env_config=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", default="PPO", help="PPO, A3C, A2C or PG")
+    parser.add_argument("--run", default="PPO", help="an RLlib algorithm name: PPO, A3C, ...")
     parser.add_argument("--env", default="Pong-ram-v4")
     parser.add_argument("--config", default="{}", type=json.loads)
     parser.add_argument("--stop", default='{"timesteps_total": 1000000}', type=json.loads)
