@@ -203,9 +203,12 @@ def ddpg_critic_loss(model, target_model, batch: dict, cfg: DDPGConfig, discount
 
 
 def ddpg_actor_loss(model, batch: dict, cfg: DDPGConfig):
-    """``-E[Q_1(s, mu(s))]`` (+ l2_reg); the critic's gradients are discarded by the caller."""
+    """``-E[Q_1(s, mu(s))]`` (+ l2_reg)."""
     features = model.features(batch[SampleBatch.CUR_OBS])
-    loss = -model.q(features, model.action(features), 1).mean()
+    x = torch.cat([features, model.action(features)], dim=-1)
+    # The critic's weights are detached: only the actor (and preprocessor) get gradients.
+    q1_params = {name: p.detach() for name, p in model.q1.named_parameters()}
+    loss = -torch.func.functional_call(model.q1, q1_params, (x,)).mean()
     if cfg.l2_reg:
         loss = loss + cfg.l2_reg * sum((p ** 2).sum() for n, p in model.actor.named_parameters()
                                        if "weight" in n)

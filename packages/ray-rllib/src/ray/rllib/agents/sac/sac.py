@@ -112,9 +112,20 @@ class SquashedGaussianActorCritic(nn.Module):
         q = self.q(obs, action, 1)
         return torch.min(q, self.q(obs, action, 2)) if self.q2 is not None else q
 
+    def min_q_frozen(self, obs, action):
+        """``min_q`` with the critics' weights detached: gradients flow to ``action`` only."""
+        x = torch.cat([obs.reshape(obs.shape[0], -1).float(), action.float()], dim=-1)
+        qs = [_frozen(net, x) for net in (self.q1, self.q2) if net is not None]
+        return torch.min(qs[0], qs[1]) if len(qs) == 2 else qs[0]
+
     def critic_parameters(self):
         params = list(self.q1.parameters())
         return params + (list(self.q2.parameters()) if self.q2 is not None else [])
+
+
+def _frozen(net: nn.Module, x):
+    params = {name: p.detach() for name, p in net.named_parameters()}
+    return torch.func.functional_call(net, params, (x,)).squeeze(-1)
 
 
 def sac_losses(model, target_model, batch: dict, cfg: SACConfig, discount, target_entropy):
@@ -136,7 +147,7 @@ def sac_losses(model, target_model, batch: dict, cfg: SACConfig, discount, targe
         critic_loss = critic_loss + (weights * 0.5 * (model.q(obs, actions, 2) - target) ** 2
                                      ).mean()
     new_action, logp = model.sample(obs)
-    actor_loss = (alpha * logp - model.min_q(obs, new_action)).mean()
+    actor_loss = (alpha * logp - model.min_q_frozen(obs, new_action)).mean()
     alpha_loss = -(model.log_alpha * (logp.detach() + target_entropy)).mean()
     stats = {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
              "alpha_loss": alpha_loss.detach(), "alpha_value": alpha,
@@ -216,14 +227,10 @@ class SACTorchPolicy(TorchPolicy):
                 self.target_entropy)
             for optimizer in (self._optimizer, self.actor_optimizer, self.alpha_optimizer):
                 optimizer.zero_grad(set_to_none=True)
-            # One backward pass for all three losses: each optimizer only steps its own
-            # parameters, but the actor loss must not move the critics, so the critics'
-            # gradients are taken from the critic loss alone.
-            critic_grads = torch.autograd.grad(critic_loss, self.model.critic_parameters(),
-                                               retain_graph=True)
-            (actor_loss + alpha_loss).backward()
-            for param, grad in zip(self.model.critic_parameters(), critic_grads):
-                param.grad = grad
+            # One backward pass for all three losses: each touches only its own parameters
+            # (the actor sees the critics through detached weights, the targets and alpha
+            # are detached), so the sum's gradients are each loss's own.
+            (critic_loss + actor_loss + alpha_loss).backward()
             if cfg.grad_clip:
                 for params in (self.model.critic_parameters(), list(self.model.actor.parameters())):
                     torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
