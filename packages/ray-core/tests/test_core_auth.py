@@ -169,3 +169,64 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_client_handshake_never_blocks_the_caller_and_keeps_message_order():
+    """A peer slow to answer the challenge (a worker importing torch with the GIL held)
+    must not stall the caller: writes wait, in order, until the handshake is done."""
+    import threading
+    import time
+
+    from ray._private.rpc import RpcPeer
+    from ray._private.transport import EventLoop, connect_socket
+
+    key = auth.derive_key("slow-peer-secret")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    received = []
+
+    def slow_server(delay_s):
+        conn, _ = listener.accept()
+        with conn:
+            time.sleep(delay_s)  # busy: the greeting comes late
+            gate = auth.ServerGate(key)
+            conn.sendall(gate.greeting)
+            rest = None
+            while rest is None:
+                rest = gate.feed(conn.recv(64))
+            conn.sendall(auth.OK)
+            unpacker = msgpack.Unpacker(raw=False)
+            unpacker.feed(rest)
+            conn.settimeout(5)
+            messages = []
+            while True:
+                messages.extend(unpacker)
+                if len(messages) >= 3:
+                    break
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                unpacker.feed(chunk)
+            received.append(messages)
+
+    server = threading.Thread(target=slow_server, args=(1.0,))
+    server.start()
+    loop = EventLoop(name="test-io")
+    loop.start()
+    old = auth._state.copy()
+    auth._state.update(secret="slow-peer-secret", key=key)
+    try:
+        sock = connect_socket(listener.getsockname(), timeout_s=5, handshake=False)
+        conn = loop.add_connection(sock, lambda write: RpcPeer(write, {}, name="slow"),
+                                   client_auth="slow test server")
+        t0 = time.monotonic()
+        for i in range(3):
+            conn.peer.notify("m", i)
+        assert time.monotonic() - t0 < 0.2  # nothing waited for the slow server
+        server.join(10)
+        assert [m[2][0] for m in received[0]] == [0, 1, 2], received
+    finally:
+        auth._state.update(old)
+        loop.stop()
+        listener.close()

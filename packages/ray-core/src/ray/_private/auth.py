@@ -151,6 +151,45 @@ class ServerGate:
         return rest
 
 
+class ClientHandshake:
+    """The client's side, fed incrementally (for connections driven by an event loop).
+
+    ``feed`` returns ``(answer, rest)``: ``answer`` is what to send back once the
+    greeting is complete (else None); ``rest`` is None until the server's OK has
+    arrived, then the bytes that followed it. Raises AuthenticationError.
+    """
+
+    __slots__ = ("_buf", "_key", "_where", "answered")
+
+    def __init__(self, where: str = "the server", key: bytes | None = None):
+        self._buf = b""
+        self._key = key if key is not None else _key()
+        self._where = where
+        self.answered = False
+
+    def feed(self, data: bytes) -> tuple[bytes | None, bytes | None]:
+        self._buf += data
+        out = None
+        if not self.answered:
+            if len(self._buf) < GREETING_BYTES:
+                return None, None
+            greeting, self._buf = self._buf[:GREETING_BYTES], self._buf[GREETING_BYTES:]
+            if not greeting.startswith(MAGIC):
+                raise AuthenticationError(f"{self._where} is not a Ray endpoint (bad greeting)")
+            out = answer(self._key, greeting[len(MAGIC):])
+            self.answered = True
+        if not self._buf:
+            return out, None
+        if self._buf[:1] != OK:
+            raise _refused(self._where)
+        rest, self._buf = self._buf[1:], b""
+        return out, rest
+
+    def refused(self) -> AuthenticationError:
+        """The error for a connection the server closed during the handshake."""
+        return _refused(self._where)
+
+
 def server_handshake(sock: socket.socket, timeout_s: float = 10.0) -> bool:
     """Authenticate an accepted blocking socket; False (caller closes it) when refused."""
     gate = ServerGate()

@@ -28,12 +28,16 @@ from ray.exceptions import AuthenticationError
 logger = logging.getLogger(__name__)
 
 _RECV_BYTES = 1 << 20
+# A connected peer that is alive answers the challenge eventually; one busy for this
+# long (or not a Ray process) is given up on like a dead one.
+_CLIENT_AUTH_TIMEOUT_S = 60.0
 
 
 class Connection:
     """A socket plus its RpcPeer; thread-safe writes, reads on the loop thread."""
 
-    def __init__(self, loop: EventLoop, sock: socket.socket, peer_factory, server: bool = False):
+    def __init__(self, loop: EventLoop, sock: socket.socket, peer_factory, server: bool = False,
+                 client_auth: str | None = None):
         self.loop = loop
         self.sock = sock
         sock.setblocking(False)
@@ -42,9 +46,17 @@ class Connection:
         self._closed = False
         # Accepted connections read nothing but the client's answer until it checks out.
         self._gate = auth.ServerGate() if server else None
+        # Outgoing ones (client_auth names the server) answer the server's challenge on the
+        # loop thread; what the caller writes meanwhile waits in _held, in order. The
+        # caller never blocks on a peer that is slow to answer (e.g. a worker busy
+        # importing a big library with the GIL held).
+        self._client = auth.ClientHandshake(client_auth) if client_auth is not None else None
+        self._held: list[bytes] = []
         self.peer: RpcPeer = peer_factory(self._write)
         if self._gate is not None:
             self._write(self._gate.greeting)
+        if self._client is not None:
+            loop.call_later(_CLIENT_AUTH_TIMEOUT_S, self._auth_overdue)
 
     def _write(self, data: bytes) -> None:
         with self._lock:
@@ -52,6 +64,9 @@ class Connection:
                 from ray.exceptions import RayConnectionError
 
                 raise RayConnectionError(f"connection {self.peer.name} is closed")
+            if self._client is not None:
+                self._held.append(data)
+                return
             if self._out:
                 self._out.append(data)
                 return
@@ -99,6 +114,10 @@ class Connection:
             self.close("peer closed the connection")
             return
         data = self.loop._rview[:n]
+        if self._client is not None:
+            data = self._client_auth_step(bytes(data))
+            if not data:
+                return
         if self._gate is not None:
             try:
                 data = self._gate.feed(bytes(data))
@@ -119,7 +138,33 @@ class Connection:
             logger.warning("%s: bad data, closing: %s", self.peer.name, exc)
             self.close(f"protocol error: {exc}")
 
+    def _client_auth_step(self, data: bytes) -> bytes | None:
+        """Advance the client handshake; the bytes for the peer once it is done."""
+        try:
+            reply, rest = self._client.feed(data)
+            if reply is not None and self.sock.send(reply) != len(reply):
+                raise OSError("could not send the authentication answer")
+        except (OSError, AuthenticationError) as exc:
+            self.close(f"authentication failed: {exc}")
+            return None
+        if rest is None:
+            return None
+        with self._lock:  # held writes go out first, in order, before any later write
+            self._client = None
+            held, self._held = self._held, []
+            self._out.extend(held)
+        if held and not self._flush():
+            self.loop._want_write(self)
+        return rest
+
+    def _auth_overdue(self) -> None:
+        if self._client is not None and not self._closed:
+            self.close(f"the server did not complete authentication in "
+                       f"{_CLIENT_AUTH_TIMEOUT_S:.0f} s")
+
     def close(self, reason: str = "closed") -> None:
+        if self._client is not None and reason == "peer closed the connection":
+            reason = str(self._client.refused())
         with self._lock:
             if self._closed:
                 return
@@ -181,9 +226,11 @@ class EventLoop:
         handle[4] = True
 
     # -- sockets -----------------------------------------------------------
-    def add_connection(self, sock: socket.socket, peer_factory, server: bool = False) -> Connection:
-        """Drive ``sock``; ``server=True`` for accepted sockets (the client must authenticate)."""
-        conn = Connection(self, sock, peer_factory, server)
+    def add_connection(self, sock: socket.socket, peer_factory, server: bool = False,
+                       client_auth: str | None = None) -> Connection:
+        """Drive ``sock``; ``server=True`` for accepted sockets (the client must authenticate),
+        ``client_auth=<server name>`` for sockets from ``connect_socket(handshake=False)``."""
+        conn = Connection(self, sock, peer_factory, server, client_auth)
         self.call_soon(self._register, conn)
         return conn
 
@@ -311,7 +358,8 @@ class EventLoop:
                 pass
 
 
-def connect_socket(address, timeout_s: float = 10.0, retry: bool = True) -> socket.socket:
+def connect_socket(address, timeout_s: float = 10.0, retry: bool = True,
+                   handshake: bool = True) -> socket.socket:
     """Connect to a Ray endpoint at a Unix path (str) or a (host, port) pair and authenticate.
 
     Retries the connect until ``timeout_s``; a refused handshake raises AuthenticationError.
@@ -336,6 +384,9 @@ def connect_socket(address, timeout_s: float = 10.0, retry: bool = True) -> sock
                 raise
             time.sleep(0.02)
             continue
+        if not handshake:  # the caller's event loop authenticates (add_connection(client_auth))
+            sock.settimeout(None)
+            return sock
         try:
             auth.client_handshake(sock, address if isinstance(address, str)
                                   else f"{address[0]}:{address[1]}",

@@ -227,8 +227,9 @@ class CoreWorker:
             target = address[2]
         else:
             target = (address[0], address[1])
-        sock = connect_socket(target, timeout_s=5.0, retry=False)
-        conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "worker"))
+        sock = connect_socket(target, timeout_s=5.0, retry=False, handshake=False)
+        conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "worker"),
+                                        client_auth=f"worker {address[0]}:{address[1]}")
         if on_lost is not None:
             conn.peer.context["on_close"].append(on_lost)
         with self._peers_lock:
@@ -255,12 +256,14 @@ class CoreWorker:
         if failed_at is not None and time.monotonic() - failed_at < _UNREACHABLE_FOR_S:
             raise ConnectionRefusedError(f"raylet {node_id[:8]} was unreachable just now")
         try:
-            sock = connect_socket(tuple(target["address"]), timeout_s=2.0, retry=False)
+            sock = connect_socket(tuple(target["address"]), timeout_s=2.0, retry=False,
+                                  handshake=False)
         except OSError:
             with self._peers_lock:
                 self._unreachable_raylets[node_id] = time.monotonic()
             raise
-        conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "raylet-remote"))
+        conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "raylet-remote"),
+                                        client_auth=f"raylet of node {node_id[:8]}")
         with self._peers_lock:
             self._raylet_peers[node_id] = conn.peer
         return conn.peer
