@@ -91,7 +91,7 @@ def start_driver(address, kwargs: dict, config):
                           timeout=30)
     gcs.hset_obj(keys.JOBS, job_id.hex(), {
         "job_id": job_id.hex(), "driver_pid": os.getpid(), "node_ip": node_info["node_ip"],
-        "start_time": time.time(), "alive": True,
+        "start_time": time.time(), "alive": True, "sys_path": _driver_sys_path(),
     })
     core.node_processes = procs
     core.address_info = {
@@ -142,6 +142,16 @@ def _connect_dashboard(core, procs, gcs_address, password, kwargs):
     if info is not None:
         core.address_info["webui_url"] = info["url"]
         core.address_info["dashboard_url"] = info["url"].split("://", 1)[-1]
+
+
+def _driver_sys_path() -> list[str]:
+    """Where the driver's own modules live (its script's folder, else the working
+    directory): the job's workers put it on their sys.path, so a task can import a
+    module that sits next to the script, as in Ray."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    folder = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+    return [folder]
 
 
 def _start_embedded(kwargs, config, password):

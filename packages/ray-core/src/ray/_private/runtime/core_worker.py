@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -214,6 +215,13 @@ class CoreWorker:
         self.job_hex = job_hex
         self.functions = FunctionManager(self.gcs, job_hex, self.config.load_code_from_local)
         self.ids = ids_mod.IdGenerator(self.job_id)
+        try:  # the driver's script folder, so its sibling modules import here too
+            job = self.gcs.hget_obj(keys.JOBS, job_hex) or {}
+        except Exception:
+            job = {}
+        for folder in reversed(job.get("sys_path") or []):
+            if folder not in sys.path and os.path.isdir(folder):
+                sys.path.insert(0, folder)
 
     def connect_worker(self, address, on_lost=None) -> RpcPeer:
         worker_id = address[3]
