@@ -205,3 +205,20 @@ def test_fractional_gpus_share_a_device_and_cpu_trials_see_none(ray_cluster, tmp
     assert first["start"] < second["end"] and second["start"] < first["end"]  # concurrent
     [cpu_trial] = tune.run(report_devices, name="cpu", local_dir=str(tmp_path), verbose=0)
     assert cpu_trial.last_result["cuda"] == ""
+
+
+def _uses_a_registered_env(config, reporter):
+    from ray.tune import registry
+
+    creator = registry.get(registry.ENV_CREATOR, "tune-test-registered-env")
+    reporter(done=True, made=creator({"size": 7})["size"], pid=os.getpid())
+
+
+def test_names_registered_in_the_driver_resolve_in_trial_actors(ray_cluster, tmp_path):
+    from ray.tune import registry
+
+    registry.register_env("tune-test-registered-env", lambda env_config: dict(env_config))
+    [trial] = tune.run(_uses_a_registered_env, local_dir=str(tmp_path), verbose=0)
+    assert trial.status == Trial.TERMINATED, trial.error_msg
+    assert trial.last_result["made"] == 7
+    assert trial.last_result["pid"] != os.getpid()  # resolved in another process

@@ -1,7 +1,8 @@
 """Name -> trainable / env-creator registry (`tune.register_trainable`, `register_env`).
 
-The registry lives in the driver; trainables travel to actors by value (cloudpickle),
-so a lambda registered under a name works anywhere.
+The registry lives in the driver and, once ray is initialized, is also published
+(cloudpickled) in the GCS's internal key-value store, so trial actors and RLlib
+workers in other processes resolve the same names.
 """
 
 from __future__ import annotations
@@ -57,14 +58,70 @@ def _register(category: str, name: str, value: Any) -> None:
     if category not in KNOWN_CATEGORIES:
         raise TuneError(f"unknown registry category {category!r}; known: {KNOWN_CATEGORIES}")
     _registry[(category, name)] = value
+    _published.discard((category, name))
+    _publish_all()
+
+
+# Names already in the GCS (re-published after a later ray.init: a new cluster).
+_published: set[tuple[str, str]] = set()
+_published_to: list = [None]
+
+
+def _kv_key(category: str, name: str) -> str:
+    return f"tune_registry:{category}:{name}"
+
+
+def _publish_all() -> None:
+    """Copy what this process registered into the cluster's KV (when ray is up)."""
+    import ray
+    from ray.experimental import internal_kv
+
+    if not ray.is_initialized():
+        return
+    from ray._private import runtime as _rt
+
+    current = _rt.maybe_current()
+    if _published_to[0] is not current:
+        _published.clear()
+        _published_to[0] = current
+    import cloudpickle
+
+    for key, value in list(_registry.items()):
+        if key in _published:
+            continue
+        try:
+            internal_kv._internal_kv_put(_kv_key(*key), cloudpickle.dumps(value))
+        except Exception:  # unpicklable: it stays usable in this process only
+            continue
+        _published.add(key)
+
+
+def _fetch(category: str, name: str) -> bool:
+    """Look a name up in the cluster's KV (registered by another process)."""
+    import ray
+
+    if not ray.is_initialized():
+        return False
+    import cloudpickle
+
+    from ray.experimental import internal_kv
+
+    raw = internal_kv._internal_kv_get(_kv_key(category, name))
+    if raw is None:
+        return False
+    _registry[(category, name)] = cloudpickle.loads(raw)
+    return True
 
 
 def contains(category: str, name: str) -> bool:
-    return (category, name) in _registry or (category, name) in _loaders
+    return ((category, name) in _registry or (category, name) in _loaders
+            or _fetch(category, name))
 
 
 def get(category: str, name: str) -> Any:
     key = (category, name)
+    if key not in _registry and key not in _loaders:
+        _fetch(category, name)
     if key not in _registry and key not in _loaders and category == TRAINABLE_CLASS:
         _register_rllib()
     if key not in _registry and key in _loaders:

@@ -227,6 +227,9 @@ def _run_experiments(
     if ray_auto_init and trial_executor is None and not ray.is_initialized():
         logger.info("Initializing Ray automatically: call ray.init() first to configure it")
         ray.init()
+    from ray.tune import registry as _registry
+
+    _registry._publish_all()  # names registered before ray.init reach the trial actors
     search_alg = search_alg or BasicVariantGenerator()
     scheduler = scheduler or FIFOScheduler()
     if metric is not None or mode is not None:
