@@ -213,9 +213,10 @@ class QNetwork(nn.Module):
         self.register_buffer("support", atoms)
 
     def set_noise(self, on: bool) -> None:
-        for module in self.modules():
-            if isinstance(module, NoisyLinear):
-                module.noise_on = on
+        if not hasattr(self, "_noisy_layers"):  # built lazily: a copy must find its own
+            self._noisy_layers = [m for m in self.modules() if isinstance(m, NoisyLinear)]
+        for module in self._noisy_layers:
+            module.noise_on = on
 
     def forward(self, input_dict):
         features = self.trunk(input_dict)
