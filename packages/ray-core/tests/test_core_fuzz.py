@@ -295,3 +295,14 @@ def test_raylet_refuses_lease_shapes_that_would_corrupt_accounting(node, amount)
     assert reply[0] == rpc.REPLY_ERR and "bad resource request" in reply[2], reply
     assert ray.available_resources().get("CPU", 0) <= ray.cluster_resources()["CPU"]
     _healthy(node)
+
+
+def test_an_owner_that_disconnects_while_its_lease_waits_for_a_worker_leaks_nothing(node):
+    """Found by fuzzing: the raylet dropped such grants without releasing their CPU, so
+    after enough of them no task could ever run on the node again."""
+    for _ in range(20):
+        with contextlib.closing(_connect(node["raylet_tcp"])) as sock:
+            sock.sendall(rpc.pack([rpc.REQUEST, 1, "request_lease", [
+                {"CPU": 1}, b"\x07\x00\x00\x00", False, False, None]]))
+    _healthy(node)
+    assert ray.get([_square.remote(i) for i in range(4)], timeout=60) == [0, 1, 4, 9]

@@ -195,7 +195,13 @@ class NodeManager:
             if owner_peer is peer:
                 self.scheduler.cancel(rid)
                 del self.pending[rid]
-        self.waiting_for_worker = [x for x in self.waiting_for_worker if x[2] is not peer]
+        still = []
+        for grant, deferred, owner_peer in self.waiting_for_worker:
+            if owner_peer is peer:  # granted, still waiting for a worker: give it back
+                self.scheduler.resources.release(grant.allocation)
+            else:
+                still.append((grant, deferred, owner_peer))
+        self.waiting_for_worker = still
         self._apply(self.scheduler.dispatch())
 
     def _worker_gone(self, worker, why):
