@@ -19,44 +19,50 @@ __path__ = extend_path(__path__, __name__)
 
 __version__ = "0.7.0"
 
-from ray import (
-    exceptions,  # noqa: E402
-    services,  # noqa: E402
-)
-from ray._private.api import (  # noqa: E402
-    available_resources,
-    cancel,
-    cluster_resources,
-    get,
-    get_actor,
-    get_dashboard_url,
-    get_gpu_ids,
-    get_resource_ids,
-    get_runtime_context,  # noqa: E402
-    get_webui_url,
-    init,
-    is_initialized,
-    kill,
-    method,
-    nodes,
-    put,
-    register_custom_serializer,
-    remote,
-    shutdown,
-    wait,
-)
-from ray._private.object_ref import ObjectID, ObjectRef  # noqa: E402
-from ray._private.state import (  # noqa: E402
-    errors,
-    object_transfer_timeline,
-    objects,
-    profile,
-    tasks,
-    timeline,
-)
+# The API can load on first use (PEP 562): the raylet, started with RAY_LAZY_API=1,
+# imports ``ray._private.*`` without paying for numpy and the serializers before it can
+# start the worker zygote. Everyone else gets the whole API at ``import ray``.
+_LAZY = {
+    **dict.fromkeys(
+        ["available_resources", "cancel", "cluster_resources", "get", "get_actor",
+         "get_dashboard_url", "get_gpu_ids", "get_resource_ids", "get_runtime_context",
+         "get_webui_url", "init", "is_initialized", "kill", "method", "nodes", "put",
+         "register_custom_serializer", "remote", "shutdown", "wait"],
+        "ray._private.api"),
+    "ObjectID": "ray._private.object_ref",
+    "ObjectRef": "ray._private.object_ref",
+    **dict.fromkeys(["errors", "object_transfer_timeline", "objects", "profile", "tasks",
+                     "timeline"], "ray._private.state"),
+    "ActorHandle": "ray.actor",
+}
+_SUBMODULES = {"exceptions", "services"}
 
-error_info = errors
-from ray.actor import ActorHandle  # noqa: E402
+
+def __getattr__(name):
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module(f"ray.{name}")
+    if name == "error_info":
+        name_in_module, module = "errors", _LAZY["errors"]
+    elif name in _LAZY:
+        name_in_module, module = name, _LAZY[name]
+    else:
+        raise AttributeError(f"module 'ray' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name_in_module)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES | {"error_info"})
+
+
+if __import__("os").environ.get("RAY_LAZY_API") != "1":
+    for _name in [*_LAZY, *_SUBMODULES, "error_info"]:
+        __getattr__(_name)
+    del _name
+
 
 # 0.2.2 driver modes (PYTHON_MODE ran tasks serially in the driver, like local_mode).
 SCRIPT_MODE, WORKER_MODE, PYTHON_MODE, SILENT_MODE, LOCAL_MODE = 0, 1, 2, 3, 2

@@ -250,6 +250,7 @@ class NodeProcesses:
             cmd += ["--owner-pid", str(os.getpid())]
         env = _child_env(redis_password)
         env["RAY_CONFIG_JSON"] = config_to_json(config)
+        env["RAY_LAZY_API"] = "1"  # the raylet starts its zygote before the API loads
         if self.owned_by_driver and _owned_preexec() is None:
             env["RAY_RAYLET_NO_PDEATHSIG"] = "1"
         env.setdefault("PLASMA_PREFAULT_BYTES", str(config.object_store_prefault_bytes))

@@ -23,6 +23,7 @@ STARTING, IDLE, LEASED, DEAD = "starting", "idle", "leased", "dead"
 def worker_env(config_json: str) -> dict:
     """The environment of worker processes (the cluster secret rides in it)."""
     env = dict(os.environ)
+    env.pop("RAY_LAZY_API", None)  # workers run user code: the whole API, as usual
     env["RAY_CONFIG_JSON"] = config_json
     # Workers fault pages in as they touch them; only drivers pre-fault (fast first put).
     env["PLASMA_CLIENT_PREFAULT_BYTES"] = "0"
