@@ -18,12 +18,6 @@ def _load():
     return module
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2)
-    yield
-    ray.shutdown()
-
 
 def test_distributed_gradient_matches_finite_differences(ray_cluster):
     driver = _load()

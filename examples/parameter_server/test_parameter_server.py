@@ -3,10 +3,6 @@
 import importlib.util
 import os
 
-import pytest
-
-import ray
-
 HERE = os.path.dirname(__file__)
 
 
@@ -16,12 +12,6 @@ def _load(name):
     spec.loader.exec_module(module)
     return module
 
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2)
-    yield
-    ray.shutdown()
 
 
 def test_async_parameter_server_learns_digits(ray_cluster):

@@ -6,8 +6,6 @@ import os
 
 import pytest
 
-import ray
-
 HERE = os.path.dirname(__file__)
 
 
@@ -17,12 +15,6 @@ def _load():
     spec.loader.exec_module(module)
     return module
 
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2)
-    yield
-    ray.shutdown()
 
 
 def _trials(analysis):

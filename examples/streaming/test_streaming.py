@@ -4,10 +4,6 @@ import collections
 import importlib.util
 import os
 
-import pytest
-
-import ray
-
 HERE = os.path.dirname(__file__)
 
 
@@ -17,12 +13,6 @@ def _load():
     spec.loader.exec_module(module)
     return module
 
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2)
-    yield
-    ray.shutdown()
 
 
 def test_streaming_top_words_match_a_serial_count(ray_cluster):

@@ -5,7 +5,6 @@ import os
 
 import pytest
 
-import ray
 from ray.tune.trial import Trial
 
 HERE = os.path.dirname(__file__)
@@ -17,12 +16,6 @@ def _load(name):
     spec.loader.exec_module(module)
     return module
 
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2)
-    yield
-    ray.shutdown()
 
 
 def _all_terminated(trials):

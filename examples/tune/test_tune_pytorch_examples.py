@@ -4,9 +4,6 @@ TuneClient example lists, adds and stops trials of a running experiment."""
 import importlib.util
 import os
 
-import pytest
-
-import ray
 from ray.tune.trial import Trial
 
 HERE = os.path.dirname(__file__)
@@ -18,12 +15,6 @@ def _load(name):
     spec.loader.exec_module(module)
     return module
 
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2)
-    yield
-    ray.shutdown()
 
 
 def _trials(analysis):

@@ -5,16 +5,8 @@ import os
 
 import pytest
 
-import ray
-
 HERE = os.path.dirname(__file__)
 
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(num_cpus=2)
-    yield
-    ray.shutdown()
 
 
 def test_both_averaging_schemes_converge_to_the_true_line(ray_cluster):
