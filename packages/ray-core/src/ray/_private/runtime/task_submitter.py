@@ -163,7 +163,10 @@ class TaskSubmitter:
                 other = self.core.raylet_peer_for(target)
             except Exception as exc:
                 logger.warning("cannot reach raylet %s for spillback: %s", target, exc)
-                other = self.core.raylet
+                # Ask our raylet afresh (not as a spilled request: one that cannot run
+                # there would then stay queued even after a node that fits joins).
+                self.core.loop.call_later(0.1, self._request_lease, q, self.core.raylet, False)
+                return
             self._request_lease(q, other, spilled=True)
             return
         if "infeasible" in reply:
