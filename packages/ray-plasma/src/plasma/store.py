@@ -91,7 +91,8 @@ class PlasmaStore:
         capacity_bytes: size of the arena.
         directory: where the arena file lives (``/dev/shm``, or a hugetlbfs mount).
         huge_pages: the directory is a hugetlbfs mount (the size is rounded up to 2 MiB).
-        prefault: populate every page at start, in the background (see ``plasma.arena``).
+        prefault: populate every page at start, in the background (see ``plasma.arena``);
+            ``"deferred"``: only when ``start_prefault()`` is called.
         name_prefix: prefix of the (immediately unlinked) arena file name.
     """
 
@@ -101,7 +102,7 @@ class PlasmaStore:
         *,
         directory: str = "/dev/shm",
         huge_pages: bool = False,
-        prefault: bool = True,
+        prefault: bool | str = True,
         name_prefix: str = "plasma",
     ) -> None:
         if capacity_bytes <= 0:
@@ -137,12 +138,18 @@ class PlasmaStore:
             name_prefix=self._name_prefix,
         )
         self._mm = arena.map_arena(self._fd, self._arena_size)
-        if self._prefault:
-            address = arena.mapping_address(self._mm)
-            self._prefaulter = arena.Prefaulter(
-                address, self._arena_size, arena.prefault_limit("PLASMA_PREFAULT_BYTES"),
-                nice=arena.prefault_nice(),
-            ).start()
+        if self._prefault and self._prefault != "deferred":
+            self.start_prefault()
+
+    def start_prefault(self) -> None:
+        """Begin populating the arena in the background (once; ``prefault="deferred"``
+        leaves the moment to the embedder, e.g. after its own start-up burst)."""
+        if self._prefaulter is not None or self._mm is None:
+            return
+        self._prefaulter = arena.Prefaulter(
+            arena.mapping_address(self._mm), self._arena_size,
+            arena.prefault_limit("PLASMA_PREFAULT_BYTES"), nice=arena.prefault_nice(),
+        ).start()
 
     async def start(self, socket_path: str, *, wait_prefault: bool = False) -> None:
         """Create the arena and serve clients on ``socket_path`` in the running loop.

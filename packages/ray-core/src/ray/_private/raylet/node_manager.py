@@ -92,7 +92,7 @@ class NodeManager:
             self.args.object_store_memory,
             directory=self.args.plasma_directory or "/dev/shm",
             huge_pages=self.args.huge_pages,
-            prefault=True,
+            prefault="deferred",  # after the zygote is up: it is on the first task's path
         )
         await self.store.start(self.args.plasma_socket)
         self.store.add_listener(self._on_store_event)
@@ -406,6 +406,7 @@ class NodeManager:
     async def _zygote_ready(self):
         ok = await self.loop.run_in_executor(None, self.pool.wait_zygote)
         self.pool.zygote_started(ok)
+        self.store.start_prefault()
 
     async def _heartbeat_loop(self):
         period = self.config.heartbeat_period_s
