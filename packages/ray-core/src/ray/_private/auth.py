@@ -215,10 +215,13 @@ def server_handshake(sock: socket.socket, timeout_s: float = 10.0) -> bool:
 
 # -- the client side -----------------------------------------------------------------------
 def _refused(where) -> AuthenticationError:
+    # A server closes the connection on a wrong answer; a process that dies mid-handshake
+    # looks the same from here, so the message names both.
     return AuthenticationError(
-        f"{where} refused this process: it does not hold the cluster secret. Pass the "
-        "secret printed by `ray start --head` (ray.init(redis_password=...), "
-        "ray start --redis-password=..., or $RAY_REDIS_PASSWORD)."
+        f"{where} closed the connection during authentication: either it refused this "
+        "process's cluster secret (pass the one `ray start --head` printed: "
+        "ray.init(redis_password=...), ray start --redis-password=..., or "
+        "$RAY_REDIS_PASSWORD), or it exited at that moment."
     )
 
 
