@@ -151,6 +151,16 @@ class Prefaulter:
         self._thread.start()
         return self
 
+    def run_here(self) -> Prefaulter:
+        """Populate now, on this thread and one helper, before returning."""
+        if self.supported and self._size > 0:
+            if populate(self._address, min(self._size, mmap.PAGESIZE)):
+                populate_parallel(self._address, self._size)
+            else:
+                self.supported = False
+        self.done.set()
+        return self
+
     def _run(self) -> None:
         if self._nice:
             try:  # a per-thread nice value (Linux threads are tasks)

@@ -84,7 +84,14 @@ class PlasmaClient:
             arena_size,
             arena.prefault_limit("PLASMA_CLIENT_PREFAULT_BYTES"),
             nice=arena.prefault_nice(),
-        ).start()
+        )
+        # "sync" (default): connect returns with this client's page tables populated, so
+        # even its first big create copies at memcpy speed (connect takes ~0.1 s per GB);
+        # "background": populate on a thread while the client is already in use.
+        if os.environ.get("PLASMA_CLIENT_PREFAULT_MODE", "sync") == "background":
+            self._prefaulter.start()
+        else:
+            self._prefaulter.run_here()
         self._lock = threading.Lock()
         self._cond = threading.Condition(threading.Lock())
         self._replies: dict[int, list] = {}

@@ -117,6 +117,9 @@ class CoreWorker:
             os.environ.setdefault(
                 "PLASMA_CLIENT_PREFAULT_BYTES", str(config.object_store_prefault_bytes)
             )
+            # In the background: ray.init returns before the driver's page tables are
+            # populated (a big put in the first second populates its own pages).
+            os.environ.setdefault("PLASMA_CLIENT_PREFAULT_MODE", "background")
         self.plasma = plasma.connect(node["plasma_socket"])
 
         from ray._private.runtime.actor_manager import ActorManager
