@@ -225,72 +225,61 @@ def _refused(where) -> AuthenticationError:
     )
 
 
-def _recv_exact(sock: socket.socket, n: int, where) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise _refused(where) if buf or n == 1 else AuthenticationError(
-                f"{where} closed the connection before the authentication greeting "
-                "(not a Ray process, or it is shutting down)")
-        buf += chunk
-    return buf
-
-
 def client_handshake(sock: socket.socket, where=None, timeout_s: float = 10.0,
                      key: bytes | None = None) -> None:
     """Authenticate a freshly connected blocking socket (raises AuthenticationError)."""
-    where = where or _peer_name(sock)
+    shake = ClientHandshake(where or _peer_name(sock), key)
     old = sock.gettimeout()
     sock.settimeout(timeout_s)
     try:
-        greeting = _recv_exact(sock, GREETING_BYTES, where)
-        if not greeting.startswith(MAGIC):
-            raise AuthenticationError(f"{where} is not a Ray endpoint (bad greeting)")
-        sock.sendall(answer(key if key is not None else _key(), greeting[len(MAGIC):]))
-        if _recv_exact(sock, 1, where) != OK:
-            raise _refused(where)
-    except AuthenticationError:
-        raise
-    except TimeoutError:
-        raise AuthenticationError(f"{where} did not complete authentication in "
-                                  f"{timeout_s} s") from None
-    except ConnectionError:
-        raise _refused(where) from None
+        rest = None
+        while rest is None:
+            rest = _step(shake, sock.recv(GREETING_BYTES), sock.sendall)
+    except (TimeoutError, ConnectionError) as exc:
+        raise _failed(shake, exc, timeout_s) from None
     finally:
         sock.settimeout(old)
 
 
 async def client_handshake_async(sock: socket.socket, where=None, timeout_s: float = 10.0) -> None:
+    """The same on a non-blocking socket, in the running asyncio loop."""
     loop = asyncio.get_running_loop()
-    where = where or _peer_name(sock)
-
-    async def recv_exact(n):
-        buf = b""
-        while len(buf) < n:
-            chunk = await loop.sock_recv(sock, n - len(buf))
-            if not chunk:
-                raise _refused(where)
-            buf += chunk
-        return buf
+    shake = ClientHandshake(where or _peer_name(sock))
 
     async def run():
-        greeting = await recv_exact(GREETING_BYTES)
-        if not greeting.startswith(MAGIC):
-            raise AuthenticationError(f"{where} is not a Ray endpoint (bad greeting)")
-        await loop.sock_sendall(sock, answer(_key(), greeting[len(MAGIC):]))
-        if await recv_exact(1) != OK:
-            raise _refused(where)
+        rest = None
+        while rest is None:
+            rest = _step(shake, await loop.sock_recv(sock, GREETING_BYTES), sock.send)
 
     try:
         await asyncio.wait_for(run(), timeout_s)
-    except AuthenticationError:
-        raise
-    except TimeoutError:
-        raise AuthenticationError(f"{where} did not complete authentication in "
-                                  f"{timeout_s} s") from None
-    except ConnectionError:
-        raise _refused(where) from None
+    except (TimeoutError, ConnectionError) as exc:
+        raise _failed(shake, exc, timeout_s) from None
+
+
+def _step(shake: ClientHandshake, chunk: bytes, send) -> bytes | None:
+    """Feed one received chunk; send the answer when due; the post-OK bytes once done."""
+    if not chunk:
+        if shake.answered:
+            raise shake.refused()
+        raise AuthenticationError(
+            f"{shake._where} closed the connection before the authentication greeting "
+            "(not a Ray process, or it is shutting down)")
+    reply, rest = shake.feed(chunk)
+    if reply is not None and send(reply) not in (None, len(reply)):
+        raise ConnectionError("could not send the authentication answer")
+    if rest:  # the server speaks only when spoken to
+        raise AuthenticationError(f"{shake._where} sent data before the client spoke")
+    return rest
+
+
+def _failed(shake: ClientHandshake, exc: BaseException, timeout_s: float) -> AuthenticationError:
+    if isinstance(exc, AuthenticationError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return AuthenticationError(
+            f"{shake._where} did not complete authentication in {timeout_s} s")
+    return shake.refused()
 
 
 def _peer_name(sock: socket.socket) -> str:
