@@ -30,6 +30,7 @@ from torch.nn import functional as F
 from ray.rllib.agents.config import algorithm_defaults, typed_view, with_common_config
 from ray.rllib.agents.dqn.dqn import (
     DQNTrainer,
+    TargetNetworkMixin,
     adjust_nstep,
     bootstrap_discount,
     polyak_update,
@@ -222,8 +223,10 @@ def _error(td_error, cfg: DDPGConfig):
     return 0.5 * td_error ** 2
 
 
-class DDPGTorchPolicy(TorchPolicy):
+class DDPGTorchPolicy(TargetNetworkMixin, TorchPolicy):
     """Deterministic actor with exploration noise; separate actor and critic optimizers."""
+
+    extra_optimizers = ("actor_optimizer",)
 
     default_config = DEFAULT_CONFIG
 
@@ -343,24 +346,6 @@ class DDPGTorchPolicy(TorchPolicy):
         raise TypeError("DDPG/TD3 learn with learn_on_batch (two optimizers); gradient "
                         "exchange (A3C-style) is not supported for them")
 
-    def update_target(self, tau: float | None = None) -> None:
-        with self.lock:
-            polyak_update(self.target_model, self.model, 1.0 if tau is None else tau)
-
-    def get_state(self) -> dict:
-        state = super().get_state()
-        state["target_weights"] = {k: v.detach().numpy().copy()
-                                   for k, v in self.target_model.state_dict().items()}
-        state["actor_optimizer"] = self.actor_optimizer.state_dict()
-        return state
-
-    def set_state(self, state) -> None:
-        super().set_state(state)
-        if "target_weights" in state:
-            self.target_model.load_state_dict(
-                {k: torch.tensor(v) for k, v in state["target_weights"].items()})
-        if state.get("actor_optimizer"):
-            self.actor_optimizer.load_state_dict(state["actor_optimizer"])
 
 
 class TD3TorchPolicy(DDPGTorchPolicy):

@@ -143,6 +143,39 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
         torch._foreach_add_(target_params, list(source.parameters()), alpha=tau)
 
 
+class TargetNetworkMixin:
+    """For policies with a target copy of ``self.model`` (DQN, DDPG/TD3, SAC): target
+    updates, and the target weights plus the optimizers named in ``extra_optimizers``
+    (besides the main one) in ``get_state``/``set_state``."""
+
+    extra_optimizers: tuple[str, ...] = ()
+
+    def update_target(self, tau: float | None = None) -> None:
+        """Copy the online network into the target (Polyak-average it with ``tau``)."""
+        with self.lock:
+            if tau is None:
+                self.target_model.load_state_dict(self.model.state_dict())
+            else:
+                polyak_update(self.target_model, self.model, tau)
+
+    def get_state(self) -> dict:
+        state = super().get_state()
+        state["target_weights"] = {k: v.detach().numpy().copy()
+                                   for k, v in self.target_model.state_dict().items()}
+        for name in self.extra_optimizers:
+            state[name] = getattr(self, name).state_dict()
+        return state
+
+    def set_state(self, state) -> None:
+        super().set_state(state)
+        if "target_weights" in state:
+            self.target_model.load_state_dict(
+                {k: torch.tensor(v) for k, v in state["target_weights"].items()})
+        for name in self.extra_optimizers:
+            if state.get(name):
+                getattr(self, name).load_state_dict(state[name])
+
+
 # --- the network ----------------------------------------------------------------------------
 
 
@@ -320,7 +353,7 @@ def project_distribution(probs, rewards, discounts, support, v_min, v_max):
 # --- the policy -----------------------------------------------------------------------------
 
 
-class DQNTorchPolicy(TorchPolicy):
+class DQNTorchPolicy(TargetNetworkMixin, TorchPolicy):
     """Epsilon-greedy (or Boltzmann) acting on a QNetwork; learns with ``dqn_loss``."""
 
     def __init__(self, observation_space, action_space, config):
@@ -411,26 +444,13 @@ class DQNTorchPolicy(TorchPolicy):
         stats.update(cur_lr=self.config["lr"], cur_epsilon=self.epsilon)
         return stats
 
-    def update_target(self, tau: float | None = None) -> None:
-        """Copy the online network into the target (Polyak-average it with ``tau``)."""
-        with self.lock:
-            if tau is None:
-                self.target_model.load_state_dict(self.model.state_dict())
-            else:
-                polyak_update(self.target_model, self.model, tau)
-
     def get_state(self) -> dict:
         state = super().get_state()
-        state["target_weights"] = {k: v.detach().numpy().copy()
-                                   for k, v in self.target_model.state_dict().items()}
         state["epsilon"] = self.epsilon
         return state
 
     def set_state(self, state) -> None:
         super().set_state(state)
-        if "target_weights" in state:
-            self.target_model.load_state_dict(
-                {k: torch.tensor(v) for k, v in state["target_weights"].items()})
         self.epsilon = state.get("epsilon", self.epsilon)
 
 
@@ -510,4 +530,5 @@ class DQNTrainer(Trainer):
 
 
 __all__ = ["DEFAULT_CONFIG", "DQNConfig", "DQNTorchPolicy", "DQNTrainer", "NoisyLinear",
-           "QNetwork", "adjust_nstep", "dqn_loss", "polyak_update", "project_distribution"]
+           "QNetwork", "TargetNetworkMixin", "adjust_nstep", "dqn_loss", "polyak_update",
+           "project_distribution"]

@@ -26,7 +26,7 @@ from torch import nn
 
 from ray.rllib.agents.config import algorithm_defaults, typed_view, with_common_config
 from ray.rllib.agents.ddpg.ddpg import DDPGTrainer, polyak_update
-from ray.rllib.agents.dqn.dqn import adjust_nstep, bootstrap_discount
+from ray.rllib.agents.dqn.dqn import TargetNetworkMixin, adjust_nstep, bootstrap_discount
 from ray.rllib.models.torch_models import _mlp
 from ray.rllib.policy.sample_batch import SampleBatch
 from ray.rllib.policy.torch_policy import TorchPolicy
@@ -156,7 +156,9 @@ def sac_losses(model, target_model, batch: dict, cfg: SACConfig, discount, targe
     return critic_loss, actor_loss, alpha_loss, td_error.detach(), stats
 
 
-class SACTorchPolicy(TorchPolicy):
+class SACTorchPolicy(TargetNetworkMixin, TorchPolicy):
+    extra_optimizers = ("actor_optimizer", "alpha_optimizer")
+
     def __init__(self, observation_space, action_space, config):
         config = merge_dicts(DEFAULT_CONFIG, config)
         if not isinstance(action_space, spaces.Box):
@@ -245,28 +247,6 @@ class SACTorchPolicy(TorchPolicy):
     def compute_gradients(self, postprocessed_batch):
         raise TypeError("SAC learns with learn_on_batch (three optimizers); gradient exchange "
                         "(A3C-style) is not supported for it")
-
-    def update_target(self, tau: float | None = None) -> None:
-        with self.lock:
-            polyak_update(self.target_model, self.model, 1.0 if tau is None else tau)
-
-    def get_state(self) -> dict:
-        state = super().get_state()
-        state["target_weights"] = {k: v.detach().numpy().copy()
-                                   for k, v in self.target_model.state_dict().items()}
-        state["actor_optimizer"] = self.actor_optimizer.state_dict()
-        state["alpha_optimizer"] = self.alpha_optimizer.state_dict()
-        return state
-
-    def set_state(self, state) -> None:
-        super().set_state(state)
-        if "target_weights" in state:
-            self.target_model.load_state_dict(
-                {k: torch.tensor(v) for k, v in state["target_weights"].items()})
-        for key, optimizer in (("actor_optimizer", self.actor_optimizer),
-                               ("alpha_optimizer", self.alpha_optimizer)):
-            if state.get(key):
-                optimizer.load_state_dict(state[key])
 
 
 class SACTrainer(DDPGTrainer):
