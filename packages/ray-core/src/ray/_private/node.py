@@ -277,32 +277,16 @@ class NodeProcesses:
         }
 
     def _read_ready(self, fd, proc, timeout_s, node_id):
-        import select
-
-        deadline = time.monotonic() + timeout_s
-        buf = b""
-        try:
-            while b"\n" not in buf:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RaySystemError(f"raylet did not start within {timeout_s} s")
-                r, _, _ = select.select([fd], [], [], min(left, 0.2))
-                if r:
-                    chunk = os.read(fd, 4096)
-                    if not chunk:
-                        break
-                    buf += chunk
-                elif proc.poll() is not None:
-                    break
-        finally:
-            os.close(fd)
-        if b"\n" not in buf:
+        line = read_ready_line(fd, proc, timeout_s)
+        if line is None and proc.poll() is None:
+            raise RaySystemError(f"raylet did not start within {timeout_s} s")
+        if line is None:
             log = os.path.join(self.session_dir, "logs", f"raylet-{node_id[:8]}.out")
             tail = ""
             with contextlib.suppress(OSError), open(log, errors="replace") as f:
                 tail = f.read()[-2000:]
             raise RaySystemError(f"raylet failed to start (see {log}):\n{tail}")
-        return json.loads(buf.split(b"\n")[0])
+        return json.loads(line)
 
     def _write_pids(self):
         path = os.path.join(self.session_dir, "pids.json")
@@ -360,6 +344,31 @@ def _child_env(secret: str | None) -> dict:
     else:
         env.pop(SECRET_ENV, None)
     return env
+
+
+def read_ready_line(fd: int, proc, timeout_s: float) -> bytes | None:
+    """The first line a starting child writes to ``fd`` (then closed): None if the child
+    exits, closes it or stays silent for ``timeout_s``."""
+    import select
+
+    deadline = time.monotonic() + timeout_s
+    buf = b""
+    try:
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    return None
+                buf += chunk
+            elif proc.poll() is not None:
+                return None
+    finally:
+        os.close(fd)
+    return buf.split(b"\n")[0]
 
 
 def new_node_id() -> str:

@@ -13,10 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import subprocess
 import sys
-import time
 
 from ray._private.gcs import keys
 
@@ -84,21 +82,10 @@ def stop(proc: subprocess.Popen, timeout_s: float = 5.0) -> None:
 
 
 def _read_line(fd, proc, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    buf = b""
-    try:
-        while b"\n" not in buf and time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    break
-                buf += chunk
-            elif proc.poll() is not None:
-                break
-    finally:
-        os.close(fd)
-    return buf.split(b"\n")[0].decode() if b"\n" in buf else None
+    from ray._private.node import read_ready_line
+
+    line = read_ready_line(fd, proc, timeout_s)
+    return None if line is None else line.decode()
 
 
 def lookup(gcs) -> dict | None:
