@@ -16,7 +16,8 @@ from ray.rllib.optimizers.async_replay_optimizer import AsyncReplayOptimizer
 from ray.rllib.utils.merge import merge_dicts
 
 # Ray 0.7's Ape-X defaults, except num_gpus (0: the learner runs on CPU unless asked).
-APEX_DEFAULT_CONFIG = merge_dicts(DQN_CONFIG, {
+# Shared by Ape-X DQN and Ape-X DDPG.
+APEX_OVERRIDES = {
     "optimizer": {"max_weight_sync_delay": 400, "num_replay_buffer_shards": 4,
                   "debug": False},
     "n_step": 3,
@@ -31,7 +32,8 @@ APEX_DEFAULT_CONFIG = merge_dicts(DQN_CONFIG, {
     "per_worker_exploration": True,
     "worker_side_prioritization": True,
     "min_iter_time_s": 30,
-})
+}
+APEX_DEFAULT_CONFIG = merge_dicts(DQN_CONFIG, APEX_OVERRIDES)
 
 # Global vars (the timestep driving schedules) go to remote workers this often.
 _GLOBAL_VARS_EVERY_STEPS = 1000
