@@ -36,12 +36,13 @@ _LAZY = {
     "ActorHandle": "ray.actor",
 }
 _SUBMODULES = {"exceptions", "services"}
+_ON_FIRST_USE = {"data"}  # ``ray.data`` works without ``import ray.data``, as in Ray 2.x
 
 
 def __getattr__(name):
     import importlib
 
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _ON_FIRST_USE:
         return importlib.import_module(f"ray.{name}")
     if name == "error_info":
         name_in_module, module = "errors", _LAZY["errors"]
@@ -55,7 +56,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES | {"error_info"})
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES | _ON_FIRST_USE | {"error_info"})
 
 
 if __import__("os").environ.get("RAY_LAZY_API") != "1":

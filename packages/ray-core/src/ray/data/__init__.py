@@ -1,0 +1,43 @@
+"""``ray.data``: a small Ray Datasets with the Ray 2.x API.
+
+    import ray
+    ds = ray.data.range(1000).map_batches(lambda b: {"id": b["id"] * 2})
+    ds.filter(lambda row: row["id"] % 3 == 0).count()   # 334
+    ds.sum("id")                                           # 999000
+
+A Dataset is a list of blocks in the object store (pandas DataFrames where pandas is
+installed, else lists of dict rows); every transformation runs one ray task per
+block. Execution is eager (see ``ray.data.dataset``). pandas is optional: the calls
+that need it (``from_pandas``, ``to_pandas``, ``read_csv``, ``batch_format="pandas"``)
+say ``pip install pandas`` when it is missing. Modin's Ray engine uses
+``from_pandas_refs`` and ``Dataset.to_pandas_refs``; ``from_modin``/``to_modin``
+convert both ways.
+"""
+
+from ray.data._blocks import BlockMetadata, Schema
+from ray.data.dataset import Dataset, MaterializedDataset
+from ray.data.read_api import (
+    from_items,
+    from_modin,
+    from_numpy,
+    from_numpy_refs,
+    from_pandas,
+    from_pandas_refs,
+    range,
+    read_csv,
+)
+
+__all__ = [
+    "BlockMetadata",
+    "Dataset",
+    "MaterializedDataset",
+    "Schema",
+    "from_items",
+    "from_modin",
+    "from_numpy",
+    "from_numpy_refs",
+    "from_pandas",
+    "from_pandas_refs",
+    "range",
+    "read_csv",
+]

@@ -1,0 +1,107 @@
+"""Per-block transforms: what ``map``/``filter``/``flat_map``/``map_batches`` run on
+each block inside a ray task (or actor). Pure callables ``block -> block``; the
+user's function travels inside them (cloudpickle)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ray.data import _blocks
+
+
+def _describe(fn) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class MapRows:
+    fn: Callable[[dict], dict]
+
+    def __call__(self, block):
+        rows = []
+        for row in _blocks.iter_rows(block):
+            result = self.fn(row)
+            if not isinstance(result, dict):
+                raise TypeError(
+                    f"the function given to Dataset.map ({_describe(self.fn)}) must return one "
+                    f"row as a dict, got {type(result).__name__}; use flat_map to return "
+                    "several rows"
+                )
+            rows.append(result)
+        return _blocks.build_block(rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class FilterRows:
+    fn: Callable[[dict], bool]
+
+    def __call__(self, block):
+        keep = [bool(self.fn(row)) for row in _blocks.iter_rows(block)]
+        if _blocks.is_pandas(block):
+            # Filtering the frame itself keeps its columns and dtypes, even when empty.
+            return block[np.array(keep, dtype=bool)].reset_index(drop=True)
+        return [row for row, kept in zip(block, keep) if kept]
+
+
+@dataclasses.dataclass(frozen=True)
+class FlatMapRows:
+    fn: Callable[[dict], Any]
+
+    def __call__(self, block):
+        rows = []
+        for row in _blocks.iter_rows(block):
+            results = self.fn(row)
+            if isinstance(results, dict) or not hasattr(results, "__iter__"):
+                raise TypeError(
+                    f"the function given to Dataset.flat_map ({_describe(self.fn)}) must return "
+                    f"a list (or iterable) of dict rows, got {type(results).__name__}"
+                )
+            rows.extend(results)
+        return _blocks.build_block(rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class MapBatches:
+    """Cut the block into batches of ``batch_size`` rows (None: the whole block), call
+    ``fn`` on each in ``batch_format``, and join what it returns (or yields)."""
+
+    fn: Callable
+    batch_size: int | None
+    batch_format: str | None
+    zero_copy_batch: bool = False
+    fn_args: tuple = ()
+    fn_kwargs: dict = dataclasses.field(default_factory=dict)
+
+    def __call__(self, block):
+        size = _blocks.num_rows(block)
+        step = self.batch_size or max(size, 1)
+        outputs = []
+        for start in range(0, size, step):
+            batch = _blocks.to_batch(_blocks.slice_block(block, start, start + step), self.batch_format)
+            if not self.zero_copy_batch:
+                batch = _writable_copy(batch)
+            result = self.fn(batch, *self.fn_args, **self.fn_kwargs)
+            results = result if inspect.isgenerator(result) else [result]
+            outputs.extend(_blocks.block_from_batch(r) for r in results)
+        if not outputs:  # an empty block: keep its columns
+            return block
+        return _blocks.concat_blocks(outputs)
+
+    def with_instance(self, instance) -> MapBatches:
+        return dataclasses.replace(self, fn=instance)
+
+
+def _writable_copy(batch):
+    # Blocks read from the shared-memory store are read-only: the copy lets a user
+    # function change its batch in place, as it may with Ray's zero_copy_batch=False.
+    if isinstance(batch, dict):
+        return {name: np.array(column, copy=True) for name, column in batch.items()}
+    if hasattr(batch, "copy"):
+        return batch.copy()
+    return copy.deepcopy(batch)

@@ -1,0 +1,442 @@
+"""``ray.data.Dataset``: a list of blocks in the object store, transformed by tasks.
+
+Execution is **eager**: every transformation (``map``, ``filter``, ``map_batches``,
+``repartition``, ...) submits one ray task per block at once and returns a new
+Dataset holding the output ObjectRefs, without waiting for them. Ray 2.x plans
+transformations lazily and fuses them; here each step is its own round of tasks, and
+``materialize()`` only waits for the blocks. Consuming calls (``count``, ``take``,
+``iter_batches``, ``to_pandas``, aggregates, ``write_csv``) wait for what they read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import ray
+from ray.data import _blocks, _tasks
+from ray.data._blocks import BlockMetadata, Schema
+from ray.data._transforms import FilterRows, FlatMapRows, MapBatches, MapRows
+
+_AGGREGATES = ("sum", "min", "max", "mean")
+
+
+class Dataset:
+    """Rows with named columns, split into blocks held in the object store."""
+
+    def __init__(self, blocks: list, metadata: list):
+        if len(blocks) != len(metadata):
+            raise ValueError(f"{len(blocks)} blocks but {len(metadata)} metadata entries")
+        self._blocks = list(blocks)
+        # A BlockMetadata, or the ObjectRef of one still being computed.
+        self._metadata: list[Any] = list(metadata)
+
+    # -- what the driver knows ---------------------------------------------------------
+
+    def _resolved_metadata(self) -> list[BlockMetadata]:
+        pending = [i for i, m in enumerate(self._metadata) if not isinstance(m, BlockMetadata)]
+        if pending:
+            for i, meta in zip(pending, ray.get([self._metadata[i] for i in pending])):
+                self._metadata[i] = meta
+        return self._metadata
+
+    def num_blocks(self) -> int:
+        return len(self._blocks)
+
+    def count(self) -> int:
+        """Number of rows."""
+        return sum(m.num_rows for m in self._resolved_metadata())
+
+    def schema(self, fetch_if_missing: bool = True) -> Schema | None:
+        """Column names and types (``.names``, ``.types``), or None for an empty dataset."""
+        metadata = self._resolved_metadata()
+        with_rows = [m.schema for m in metadata if m.num_rows and m.schema is not None]
+        known = with_rows or [m.schema for m in metadata if m.schema is not None]
+        return known[0] if known else None
+
+    def columns(self, fetch_if_missing: bool = True) -> list[str] | None:
+        schema = self.schema()
+        return list(schema.names) if schema is not None else None
+
+    def materialize(self) -> Dataset:
+        """Wait until every block is computed (execution is eager: it already started)."""
+        self._resolved_metadata()
+        return self
+
+    def __repr__(self) -> str:
+        schema = self.schema()
+        return (
+            f"MaterializedDataset(num_blocks={self.num_blocks()}, num_rows={self.count()}, "
+            f"schema={schema.as_braces() if schema else 'Unknown schema'})"
+        )
+
+    # -- transformations: one task per block -----------------------------------------
+
+    def _per_block(self, transform, *, concurrency=None, ray_remote_args: dict) -> Dataset:
+        task = _tasks.transform_block.options(**_remote_args(ray_remote_args))
+        limit = _task_limit(concurrency)
+        pairs, in_flight = [], []
+        for block in self._blocks:
+            if limit is not None and len(in_flight) >= limit:
+                _, in_flight = ray.wait(in_flight, num_returns=1)
+            out, meta = task.remote(block, transform)
+            pairs.append((out, meta))
+            in_flight.append(meta)
+        return Dataset([p[0] for p in pairs], [p[1] for p in pairs])
+
+    def map(self, fn: Callable[[dict], dict], *, concurrency=None, **ray_remote_args) -> Dataset:
+        """Apply ``fn`` to every row (a dict); it returns the new row."""
+        _check_callable(fn, "map")
+        return self._per_block(MapRows(fn), concurrency=concurrency, ray_remote_args=ray_remote_args)
+
+    def filter(self, fn: Callable[[dict], bool], *, concurrency=None, **ray_remote_args) -> Dataset:
+        """Keep the rows for which ``fn(row)`` is true."""
+        _check_callable(fn, "filter")
+        return self._per_block(FilterRows(fn), concurrency=concurrency, ray_remote_args=ray_remote_args)
+
+    def flat_map(self, fn: Callable[[dict], list], *, concurrency=None, **ray_remote_args) -> Dataset:
+        """Replace every row by the list of rows ``fn(row)`` returns."""
+        _check_callable(fn, "flat_map")
+        return self._per_block(FlatMapRows(fn), concurrency=concurrency, ray_remote_args=ray_remote_args)
+
+    def map_batches(
+        self,
+        fn,
+        *,
+        batch_size: int | None | str = None,
+        batch_format: str | None = "default",
+        zero_copy_batch: bool = False,
+        fn_args=None,
+        fn_kwargs=None,
+        fn_constructor_args=None,
+        fn_constructor_kwargs=None,
+        compute=None,
+        concurrency=None,
+        **ray_remote_args,
+    ) -> Dataset:
+        """Apply ``fn`` to batches of rows, one ray task per block.
+
+        ``batch_format``: ``"default"``/``"numpy"`` (dict of column -> ndarray),
+        ``"pandas"`` (DataFrame), ``"pyarrow"`` (Table) or None (the block as stored).
+        ``batch_size``: rows per call within a block; None (default) passes the whole
+        block, ``"default"`` means 1024. ``fn`` returns (or yields) batches in any of
+        those formats. A callable class runs in ``concurrency`` actors, each built once
+        with ``fn_constructor_args``/``fn_constructor_kwargs``. Batches are writable
+        copies unless ``zero_copy_batch=True``.
+        """
+        _blocks.check_batch_format(batch_format)
+        if batch_size == "default":
+            batch_size = 1024
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise ValueError(f"batch_size must be a positive int, None or 'default', got {batch_size!r}")
+        transform = MapBatches(
+            fn if not inspect.isclass(fn) else None,
+            batch_size,
+            batch_format,
+            zero_copy_batch,
+            tuple(fn_args or ()),
+            dict(fn_kwargs or {}),
+        )
+        if not inspect.isclass(fn):
+            _check_callable(fn, "map_batches")
+            if fn_constructor_args or fn_constructor_kwargs:
+                raise ValueError("fn_constructor_args/kwargs only apply when fn is a callable class")
+            return self._per_block(transform, concurrency=concurrency, ray_remote_args=ray_remote_args)
+        return self._map_batches_with_actors(
+            fn, transform, _actor_count(concurrency, compute, fn),
+            (tuple(fn_constructor_args or ()), dict(fn_constructor_kwargs or {})), ray_remote_args,
+        )
+
+    def _map_batches_with_actors(self, cls, transform, num_actors, ctor, ray_remote_args):
+        actor_cls = _tasks.BatchActor.options(**_remote_args(ray_remote_args))
+        actors = [actor_cls.remote(cls, *ctor) for _ in range(min(num_actors, max(self.num_blocks(), 1)))]
+        try:
+            pairs = [
+                actors[i % len(actors)].apply.remote(block, transform)
+                for i, block in enumerate(self._blocks)
+            ]
+            ray.get([meta for _, meta in pairs])  # the actors must finish before they go
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+        return Dataset([p[0] for p in pairs], [p[1] for p in pairs])
+
+    def repartition(self, num_blocks: int, *, shuffle: bool = False) -> Dataset:
+        """The same rows in ``num_blocks`` blocks of near-equal size.
+
+        ``shuffle=False`` keeps row order (each output block takes a contiguous range);
+        ``shuffle=True`` deals rows round-robin from every input block into every
+        output block (an all-to-all exchange; order is not kept).
+        """
+        if not isinstance(num_blocks, int) or num_blocks < 1:
+            raise ValueError(f"num_blocks must be a positive int, got {num_blocks!r}")
+        if shuffle:
+            return self._deal_into(num_blocks)
+        counts = [m.num_rows for m in self._resolved_metadata()]
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        total = sum(counts)
+        outputs = []
+        for j in range(num_blocks):
+            lo, hi = total * j // num_blocks, total * (j + 1) // num_blocks
+            pieces = [
+                (ref, (max(lo - s, 0), min(hi - s, c)))
+                for ref, s, c in zip(self._blocks, starts, counts)
+                if s < hi and s + c > lo
+            ]
+            if not pieces:  # fewer rows than blocks: an empty slice keeps the columns
+                pieces = [(self._blocks[0], (0, 0))] if self._blocks else []
+            if not pieces:
+                outputs.append(_put_block(_blocks.build_block([])))
+                continue
+            outputs.append(
+                _tasks.assemble_slices.remote([b for _, b in pieces], *[ref for ref, _ in pieces])
+            )
+        return Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+
+    def _deal_into(self, num_blocks: int) -> Dataset:
+        dealt = [
+            _tasks.deal_rows.options(num_returns=num_blocks).remote(block, num_blocks)
+            for block in self._blocks
+        ]
+        if num_blocks == 1:
+            dealt = [[ref] for ref in dealt]
+        outputs = [_tasks.concat_parts.remote(*[parts[k] for parts in dealt]) for k in range(num_blocks)]
+        return Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+
+    def limit(self, limit: int) -> Dataset:
+        """The first ``limit`` rows."""
+        counts = [m.num_rows for m in self._resolved_metadata()]
+        blocks, metadata, left = [], [], limit
+        for ref, count in zip(self._blocks, counts):
+            if left <= 0:
+                break
+            out, meta = _tasks.assemble_slices.remote([(0, min(left, count))], ref)
+            blocks.append(out)
+            metadata.append(meta)
+            left -= count
+        return Dataset(blocks, metadata)
+
+    def union(self, *others: Dataset) -> Dataset:
+        """This dataset's blocks followed by the others' (no data moves)."""
+        for other in others:
+            if not isinstance(other, Dataset):
+                raise TypeError(f"union takes Datasets, got {type(other).__name__}")
+        return Dataset(
+            [b for ds in (self, *others) for b in ds._blocks],
+            [m for ds in (self, *others) for m in ds._metadata],
+        )
+
+    # -- consuming ---------------------------------------------------------------------
+
+    def iter_rows(self, *, prefetch_batches: int = 1) -> Iterator[dict]:
+        """Every row as a dict, in order (blocks are fetched one at a time)."""
+        for ref in self._blocks:
+            yield from _blocks.iter_rows(ray.get(ref))
+
+    def iter_batches(
+        self,
+        *,
+        batch_size: int | None = 256,
+        batch_format: str | None = "default",
+        drop_last: bool = False,
+        prefetch_batches: int = 1,
+    ) -> Iterator[Any]:
+        """Batches of ``batch_size`` rows across block boundaries (None: one per block).
+
+        ``prefetch_batches`` is accepted for compatibility: blocks are already computed
+        (eager execution), so each fetch is a read from the object store.
+        """
+        _blocks.check_batch_format(batch_format)
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
+        pending, pending_rows = [], 0
+        for ref in self._blocks:
+            block = ray.get(ref)
+            if batch_size is None:
+                if _blocks.num_rows(block):
+                    yield _blocks.to_batch(block, batch_format)
+                continue
+            pending.append(block)
+            pending_rows += _blocks.num_rows(block)
+            while pending_rows >= batch_size:
+                joined = _blocks.concat_blocks(pending)
+                yield _blocks.to_batch(_blocks.slice_block(joined, 0, batch_size), batch_format)
+                pending = [_blocks.slice_block(joined, batch_size, pending_rows)]
+                pending_rows -= batch_size
+        if pending_rows and not drop_last:
+            yield _blocks.to_batch(_blocks.concat_blocks(pending), batch_format)
+
+    def take(self, limit: int = 20) -> list[dict]:
+        """The first ``limit`` rows."""
+        rows: list[dict] = []
+        for ref, meta in zip(self._blocks, self._resolved_metadata()):
+            if len(rows) >= limit:
+                break
+            if meta.num_rows:
+                block = ray.get(ref)
+                rows.extend(_blocks.iter_rows(_blocks.slice_block(block, 0, limit - len(rows))))
+        return rows
+
+    def take_all(self, limit: int | None = None) -> list[dict]:
+        """Every row; raises ValueError if there are more than ``limit``."""
+        _check_limit(self, limit, "take_all")
+        return list(self.iter_rows())
+
+    def take_batch(self, batch_size: int = 20, *, batch_format: str | None = "default"):
+        batch = next(self.iter_batches(batch_size=batch_size, batch_format=batch_format), None)
+        if batch is None:
+            raise ValueError("take_batch on an empty dataset")
+        return batch
+
+    def show(self, limit: int = 20) -> None:
+        for row in self.take(limit):
+            print(row)
+
+    # -- aggregates --------------------------------------------------------------------
+
+    def _aggregate(self, kind: str, on, ignore_nulls: bool):
+        columns = self._aggregate_columns(on)
+        partials = ray.get([_tasks.aggregate_block.remote(ref, columns) for ref in self._blocks])
+        results = {}
+        for column in columns:
+            merged = None
+            for partial in partials:
+                merged = partial[column] if merged is None else merged.merge(partial[column])
+            results[f"{kind}({column})"] = _finish(kind, merged, ignore_nulls)
+        if isinstance(on, str):
+            return results[f"{kind}({on})"]
+        return results
+
+    def _aggregate_columns(self, on) -> list:
+        names = self.columns() or []
+        columns = list(names) if on is None else [on] if isinstance(on, str) else list(on)
+        for column in columns:
+            if names and column not in names:
+                close = difflib.get_close_matches(str(column), [str(n) for n in names], n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"no column {column!r} in this dataset (columns: {names}).{hint}")
+        return columns
+
+    def sum(self, on=None, ignore_nulls: bool = True):
+        """Sum of column ``on`` (a list or None: a dict ``{"sum(col)": value}``)."""
+        return self._aggregate("sum", on, ignore_nulls)
+
+    def min(self, on=None, ignore_nulls: bool = True):
+        return self._aggregate("min", on, ignore_nulls)
+
+    def max(self, on=None, ignore_nulls: bool = True):
+        return self._aggregate("max", on, ignore_nulls)
+
+    def mean(self, on=None, ignore_nulls: bool = True):
+        return self._aggregate("mean", on, ignore_nulls)
+
+    # -- conversion and output ---------------------------------------------------------
+
+    def to_pandas(self, limit: int | None = None):
+        """All rows as one pandas DataFrame (index 0..n-1)."""
+        pd = _blocks.require_pandas("Dataset.to_pandas")
+        _check_limit(self, limit, "to_pandas")
+        frames = [_blocks.to_pandas_block(b) for b in ray.get(self._blocks)]
+        frames = [f for f in frames if len(f)] or frames[:1]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def to_pandas_refs(self) -> list:
+        """One ObjectRef of a pandas DataFrame per block (DataFrame blocks are not copied)."""
+        _blocks.require_pandas("Dataset.to_pandas_refs")
+        metadata = self._resolved_metadata()
+        return [
+            ref if meta.is_pandas else _tasks.to_pandas_task.remote(ref)
+            for ref, meta in zip(self._blocks, metadata)
+        ]
+
+    def to_numpy_refs(self, *, column: str | None = None) -> list:
+        """One ObjectRef per block: a dict of column -> ndarray, or the ``column`` array."""
+        if column is not None:
+            self._aggregate_columns([column])
+        return [_tasks.to_numpy_task.remote(ref, column) for ref in self._blocks]
+
+    def to_modin(self):
+        """A ``modin.pandas.DataFrame`` whose row partitions are this dataset's blocks."""
+        try:
+            from modin.distributed.dataframe.pandas import from_partitions
+        except ImportError as e:
+            raise ImportError("Dataset.to_modin needs modin: pip install modin") from e
+        return from_partitions(self.to_pandas_refs(), axis=0)
+
+    def write_csv(self, path: str, **pandas_kwargs) -> None:
+        """One CSV file per block under directory ``path`` (written by tasks)."""
+        directory = _local_path(path)
+        prefix = uuid.uuid4().hex[:12]
+        ray.get([
+            _tasks.write_csv_block.remote(
+                ref, os.path.join(directory, f"{prefix}_{i:06d}.csv"), pandas_kwargs
+            )
+            for i, (ref, meta) in enumerate(zip(self._blocks, self._resolved_metadata()))
+            if meta.num_rows or i == 0
+        ])
+
+
+MaterializedDataset = Dataset
+
+
+def _finish(kind: str, partial, ignore_nulls: bool):
+    if partial is None or (partial.nulls and not ignore_nulls) or partial.count == 0:
+        return None
+    if kind == "mean":
+        return partial.sum / partial.count
+    return getattr(partial, kind)
+
+
+def _put_block(block) -> tuple:
+    return ray.put(block), _blocks.metadata_of(block)
+
+
+def _check_limit(ds: Dataset, limit: int | None, what: str) -> None:
+    if limit is not None and ds.count() > limit:
+        raise ValueError(
+            f"{what}: the dataset has {ds.count()} rows, more than limit={limit}; "
+            f"raise the limit or use iter_batches()/take()"
+        )
+
+
+def _check_callable(fn, what: str) -> None:
+    if not callable(fn):
+        raise TypeError(f"Dataset.{what} needs a function, got {type(fn).__name__}: {fn!r:.60}")
+
+
+def _remote_args(args: dict) -> dict:
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def _task_limit(concurrency) -> int | None:
+    if concurrency is None:
+        return None
+    if isinstance(concurrency, tuple):
+        concurrency = concurrency[-1]
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
+    return concurrency
+
+
+def _actor_count(concurrency, compute, cls) -> int:
+    size = getattr(compute, "size", None) or getattr(compute, "max_size", None)
+    count = _task_limit(concurrency) or size
+    if count is None:
+        raise ValueError(
+            f"map_batches with a callable class ({cls.__qualname__}) runs it in actors: "
+            "pass concurrency=N (the number of actors)"
+        )
+    return count
+
+
+def _local_path(path: str) -> str:
+    for scheme in ("local://", "file://"):
+        if path.startswith(scheme):
+            return path[len(scheme):]
+    if "://" in path:
+        raise ValueError(f"only local paths are supported, got {path!r}")
+    return path
