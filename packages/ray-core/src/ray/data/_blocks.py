@@ -326,6 +326,9 @@ def partial_aggregate(block, columns: list) -> dict:
     """column -> ColumnPartial for this block."""
     partials = {}
     for column in columns:
+        if is_pandas(block) and column in block.columns and block[column].dtype.kind in "biuf":
+            partials[column] = _numeric_series_partial(block[column])
+            continue
         values = column_values(block, column)
         present = [_python_scalar(v) for v in values if not _is_null(v)]
         if present and not all(isinstance(v, (numbers.Number, np.number)) for v in present):
@@ -339,3 +342,17 @@ def partial_aggregate(block, columns: list) -> dict:
             max=max(present) if present else None,
         )
     return partials
+
+
+def _numeric_series_partial(series) -> ColumnPartial:
+    # Vectorized: a numeric pandas column never holds anything but numbers and NaN.
+    present = series.dropna()
+    if not len(present):
+        return ColumnPartial(0, len(series), None, None, None)
+    return ColumnPartial(
+        count=len(present),
+        nulls=len(series) - len(present),
+        sum=_python_scalar(present.sum()),
+        min=_python_scalar(present.min()),
+        max=_python_scalar(present.max()),
+    )
