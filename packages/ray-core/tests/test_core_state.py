@@ -19,7 +19,7 @@ from ray.cluster_utils import Cluster
 
 def test_event_buffer_stays_bounded_under_a_million_events_and_counts_the_rest():
     buffer = profiling.EventBuffer(capacity=1000)
-    event = ("task:submit", "f", 0.0, 0.0, 1, None)
+    event = ("task:execute", "f", 0.0, 0.0, 1, None)
     for _ in range(1_000_000):
         buffer.append(event)
     assert len(buffer) == 1000
@@ -49,6 +49,20 @@ def test_flush_ships_batches_trims_the_gcs_list_and_reports_drops():
     assert profiling.flush(gcs, buffer, "10.0.0.1", "worker:ab") == 0
 
 
+def test_execution_spans_carry_the_owners_submit_time_and_dependencies():
+    gcs = InMemoryGcs()
+    buffer = profiling.EventBuffer(capacity=10)
+    buffer.record("task:execute", "g", 2.0, [b"\x02" * 4, 1.5, [b"\x01" * 8]], end=2.5)
+    buffer.record("task:execute", "f", 3.0, [b"\x03" * 4, None, []], end=3.5)
+    profiling.flush(gcs, buffer, "10.0.0.1", "worker:ab")
+    g, f = profiling.decode_batches(gcs.lrange(keys.PROFILE_EVENTS))
+    assert g["extra"] == {"task_id": "02020202", "submitted": 1.5, "deps": ["01" * 8]}
+    assert (g["start"], g["end"]) == (2.0, 2.5)
+    assert f["extra"] == {"task_id": "03030303", "submitted": None}
+    table = state.task_table([g, f])
+    assert table["02020202"]["SubmitTime"] == 1.5 and table["03030303"]["SubmitTime"] is None
+
+
 # -- Chrome-trace building (pure) ---------------------------------------------------------------
 
 
@@ -60,11 +74,10 @@ def _event(kind, label, start, end, pid, **extra):
 def test_task_trace_has_scheduling_phases_dependency_arrows_and_named_rows():
     producer, consumer = "aa" * 12, "bb" * 12
     events = [
-        _event("task:submit", "f", 1.0, 1.0, 10, task_id=producer, deps=[]),
-        _event("task:execute", "f", 1.1, 1.2, 20, task_id=producer),
-        _event("task:submit", "g", 1.0, 1.0, 10, task_id=consumer, deps=[producer + "01000000"]),
+        _event("task:execute", "f", 1.1, 1.2, 20, task_id=producer, submitted=1.0),
         _event("task:fetch_arguments", "g", 1.25, 1.26, 21, task_id=consumer),
-        _event("task:execute", "g", 1.3, 1.4, 21, task_id=consumer),
+        _event("task:execute", "g", 1.3, 1.4, 21, task_id=consumer, submitted=1.0,
+               deps=[producer + "01000000"]),
         _event("custom", "inner", 1.31, 1.32, 21, name="renamed", cname="good", key="v"),
     ]
     trace = chrome_trace.task_trace(events)
@@ -78,6 +91,9 @@ def test_task_trace_has_scheduling_phases_dependency_arrows_and_named_rows():
     assert custom["name"] == "renamed" and custom["cname"] == "good" and custom["args"] == {"key": "v"}
     begin = {ev["args"]["task_id"]: ev for ev in by_phase["b"]}
     end = {ev["id"]: ev for ev in by_phase["e"]}
+    assert begin[consumer]["tid"] == 21  # drawn on the row of the worker that ran it
+    execute_g = next(ev for ev in by_phase["X"] if ev["name"] == "g" and ev["cat"] == "task:execute")
+    assert execute_g["args"] == {"task_id": consumer}  # phase and arrows, not slice args
     assert all(isinstance(ev["id"], int) for ev in by_phase["b"] + by_phase["s"])
     assert begin[consumer]["ts"] == pytest.approx(1.0e6)
     assert end[begin[consumer]["id"]]["ts"] == pytest.approx(1.3e6)

@@ -5,8 +5,9 @@ driver/worker process on it (named by role and OS pid). Each task contributes
 
 * ``task:execute`` (and ``task:fetch_arguments`` when it had to fetch
   arguments) as complete ("X") slices on the worker that ran it;
-* its scheduling phase, from submission to the start of execution, as an async
-  slice on the submitter's row (async slices may overlap, submissions do);
+* its scheduling phase, from submission (stamped by the owner into the task
+  spec) to the start of execution, as an async slice on the row of the worker
+  that ran it (async slices may overlap, queued tasks do);
 * one flow arrow per data dependency, from the end of the producing task to
   the start of the consuming one (turn on "Flow events" in chrome://tracing).
 
@@ -77,13 +78,9 @@ def task_trace(events: list[dict]) -> list[dict]:
     """Tasks, custom ``ray.profile`` spans, scheduling phases and dependency arrows."""
     rows = _Rows()
     trace: list[dict] = []
-    submits: dict[str, dict] = {}
     executed: dict[str, dict] = {}  # task id -> its (last) execution slice
     for event in events:
         kind = event["event_type"]
-        if kind == "task:submit":
-            submits[event["extra"].get("task_id", "")] = event
-            continue
         if kind.startswith("transfer:"):
             continue
         pid, tid = _worker_row(rows, event)
@@ -92,18 +89,17 @@ def task_trace(events: list[dict]) -> list[dict]:
         if kind == "task:execute":
             executed[piece["args"].get("task_id", "")] = piece
     flow_id = 0
-    for async_id, (task_id, submit) in enumerate(submits.items(), start=1):
-        run = executed.get(task_id)
-        if run is None:
-            continue  # still queued or running: no phase boundary yet
-        row = _worker_row(rows, submit)
-        # Integer ids: Perfetto reads string ids as hex numbers, and task ids overflow them.
-        common = {"cat": "task:scheduling", "name": f"schedule {submit['name']}",
-                  "id": async_id, "pid": row[0], "tid": row[1]}
-        trace.append(dict(common, ph="b", ts=submit["start"] * _US,
-                          args={"task_id": task_id}))
-        trace.append(dict(common, ph="e", ts=max(submit["start"] * _US, run["ts"])))
-        for dep in submit["extra"].get("deps") or ():
+    for async_id, (task_id, run) in enumerate(executed.items(), start=1):
+        args = run["args"]
+        submitted = args.pop("submitted", None)
+        deps = args.pop("deps", None)
+        if submitted is not None:
+            # Integer ids: Perfetto reads string ids as hex numbers, and task ids overflow them.
+            common = {"cat": "task:scheduling", "name": f"schedule {run['name']}",
+                      "id": async_id, "pid": run["pid"], "tid": run["tid"]}
+            trace.append(dict(common, ph="b", ts=submitted * _US, args={"task_id": task_id}))
+            trace.append(dict(common, ph="e", ts=max(submitted * _US, run["ts"])))
+        for dep in deps or ():
             producer = executed.get(dep[:-8])  # object id = producing task id + 4-byte index
             if producer is None:
                 continue

@@ -1,9 +1,12 @@
 """Profile events: a bounded per-process buffer and its batched flush to the GCS.
 
 Every process (driver, worker, raylet) records spans as plain tuples
-``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer`` (``extra``
-is a dict, or just a task id's bytes: the compact, per-task form of
-``{"task_id": ...}``, which keeps the hot path free of dict building); a
+``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer``. ``extra``
+is a dict, or one of two compact per-task forms that keep the hot path free of dict
+building: a task id's bytes (``{"task_id": ...}``), or, for an execution span,
+``[task_id, submitted_s, dep_ids]`` (the owner stamps the submission time into the
+task spec, so owners record nothing per task; the timeline's scheduling phase runs
+from ``submitted_s`` to the span's start, and ``dep_ids`` draw its arrows); a
 periodic flush ships them to the GCS list ``ray:profile_events`` in batches of
 at most ``batch_events`` tuples, one ``[node_ip, component, events]`` msgpack
 record per batch. Memory stays bounded at both ends: the buffer holds at most
@@ -45,6 +48,15 @@ class EventBuffer:
         # events, which only makes the bound approximate by the number of threads.
         if len(self._events) < self.capacity:
             self._events.append(event)
+        else:
+            self.dropped += 1
+
+    def record(self, event_type: str, name: str, start: float, extra=None, end: float | None = None):
+        """Append one span ending now (or at ``end``); the cheap form of ``Span``."""
+        events = self._events
+        if len(events) < self.capacity:
+            events.append((event_type, name, start, time.time() if end is None else end,
+                           self.pid, extra))
         else:
             self.dropped += 1
 
@@ -148,6 +160,12 @@ def _extra(extra) -> dict:
         return {}
     if isinstance(extra, bytes):
         return {"task_id": extra.hex()}
+    if isinstance(extra, list):  # an execution span: [task id, submitted at, dependency ids]
+        task_id, submitted, deps = extra
+        out = {"task_id": task_id.hex(), "submitted": submitted}
+        if deps:
+            out["deps"] = [dep.hex() for dep in deps]
+        return out
     return _hexify(extra)
 
 

@@ -26,19 +26,16 @@ def events_from_gcs(gcs, tail_batches: int | None = None) -> list[dict]:
 
 
 def task_table(events: list[dict]) -> dict[str, dict]:
-    """Finished tasks by id (hex): name, times, where they ran, and their submitter."""
+    """Finished tasks by id (hex): name, submit/start/end times and where they ran."""
     table: dict[str, dict] = {}
-    submitted: dict[str, float] = {}
     for e in events:
-        task_id = e["extra"].get("task_id", "")
-        if e["event_type"] == "task:submit":
-            submitted[task_id] = e["start"]
-        elif e["event_type"] == "task:execute":
+        if e["event_type"] == "task:execute":
+            extra = e["extra"]
+            task_id = extra.get("task_id", "")
             table[task_id] = {"TaskID": task_id, "FunctionName": e["name"],
+                              "SubmitTime": extra.get("submitted"),
                               "StartTime": e["start"], "EndTime": e["end"],
                               "NodeIP": e["node_ip"], "WorkerPid": e["pid"]}
-    for task_id, row in table.items():
-        row["SubmitTime"] = submitted.get(task_id)
     return table
 
 

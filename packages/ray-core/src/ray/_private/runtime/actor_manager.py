@@ -116,7 +116,7 @@ class ActorManager:
         }
         spec = [
             task_id, core.job_hex, class_id, f"{cls.__name__}.__init__", encoded, kw_names, 1,
-            core.address, options, None, KIND_ACTOR_CREATION, actor_id, None, 0,
+            core.address, options, None, KIND_ACTOR_CREATION, actor_id, None, 0, core.submit_stamp(),
         ]
         owned = _Owned(actor_id, spec, shape, opts, methods)
         client = _Client(actor_id)
@@ -307,10 +307,9 @@ class ActorManager:
             seq = client.seq
         spec = [
             task_id, core.job_hex, b"", method, encoded, kw_names, num_returns, core.address,
-            None, None, KIND_ACTOR_METHOD, actor_id, method, seq,
+            None, None, KIND_ACTOR_METHOD, actor_id, method, seq, core.submit_stamp(),
         ]
         refs = core.new_return_refs(task_id, num_returns)
-        core.record_submission(task_id, method, pinned)
         task = PendingTask(spec, None, client.max_task_retries, [r.binary() for r in refs], pinned)
         with self.lock:
             if client.state == DEAD:

@@ -436,8 +436,8 @@ class CoreWorker:
                 pinned.append(oid)
                 if owner is None or owner[3] == self.worker_id:
                     entry = self.memory_store.get(oid)
-                    if isinstance(entry, Inline):
-                        encoded.append([ARG_INLINE, entry.metadata, entry.data])
+                    if isinstance(entry, Inline):  # the id stays for the timeline's arrows
+                        encoded.append([ARG_INLINE, entry.metadata, entry.data, oid])
                         continue
                     if entry is None:
                         deps.append(oid)
@@ -466,7 +466,7 @@ class CoreWorker:
             if arg[0] == ARG_REF and arg[2][3] == self.worker_id:
                 entry = self.memory_store.get(arg[1])
                 if isinstance(entry, Inline):
-                    args[i] = [ARG_INLINE, entry.metadata, entry.data]
+                    args[i] = [ARG_INLINE, entry.metadata, entry.data, arg[1]]
 
     def new_return_refs(self, task_id: bytes, num_returns: int) -> list[ObjectRef]:
         refs = []
@@ -485,10 +485,9 @@ class CoreWorker:
         options = {"max_calls": opts.max_calls} if opts.max_calls else None
         spec = [
             task_id, self.job_hex, function_id, name, encoded, kw_names, num_returns,
-            self.address, options, None, KIND_NORMAL, None, None, 0,
+            self.address, options, None, KIND_NORMAL, None, None, 0, self.submit_stamp(),
         ]
         refs = self.new_return_refs(task_id, num_returns)
-        self.record_submission(task_id, name, pinned)
         shape = opts.resource_shape()
         task = PendingTask(
             spec, opts.shape_key(), opts.max_retries,
@@ -669,13 +668,13 @@ class CoreWorker:
             return profiling.NO_SPAN
         return profiling.Span(self._profile_events, event_type, name, extra)
 
-    def record_submission(self, task_id: bytes, name: str, arg_ids: list) -> None:
-        """The timeline's scheduling phase starts here; ``arg_ids`` draw its arrows."""
-        if self.config.profiling_enabled:
-            now = time.time()
-            events = self._profile_events
-            events.append(("task:submit", name, now, now, events.pid,
-                           {"task_id": task_id, "deps": arg_ids} if arg_ids else task_id))
+    def profile_events(self):
+        """The event buffer, or None with profiling off (for per-task hot paths)."""
+        return self._profile_events if self.config.profiling_enabled else None
+
+    def submit_stamp(self):
+        """A new task spec's SUBMITTED field: where the timeline's scheduling phase starts."""
+        return time.time() if self.config.profiling_enabled else None
 
     # -- public-API helpers -------------------------------------------------------------
     def export_function(self, fn) -> bytes:

@@ -31,6 +31,7 @@ from ray._private.runtime.task_submitter import (
     OPTIONS,
     OWNER,
     RESOURCE_IDS,
+    SUBMITTED,
     TASK_ID,
 )
 from ray.exceptions import RayTaskError
@@ -43,6 +44,19 @@ except ImportError:  # pragma: no cover - optional
 logger = logging.getLogger(__name__)
 
 ARG_INLINE, ARG_REF = 0, 1
+
+
+def _span_extra(spec):
+    """The execution span's extra: the task id alone, or ``[task id, submitted at,
+    ids of the arguments passed by reference]`` (the timeline's scheduling phase and
+    dependency arrows; see ``profiling.decode_batches``). A reference the owner had
+    already resolved travels inline with its id as a fourth element."""
+    submitted = spec[SUBMITTED] if len(spec) > SUBMITTED else None
+    deps = [arg[1] if arg[0] == ARG_REF else arg[3] for arg in spec[ARGS]
+            if arg[0] == ARG_REF or len(arg) > 3]
+    if submitted is None and not deps:
+        return spec[TASK_ID]
+    return [spec[TASK_ID], submitted, deps]
 RESULT_INLINE, RESULT_PLASMA = 0, 1
 TERMINATE = "__ray_terminate__"
 _MAX_BATCH_DELAY_S = 0.001
@@ -176,13 +190,20 @@ class TaskExecutor:
         if prepared[0] == "done":
             return prepared[1]
         _, fn, args, kwargs, ctx = prepared
+        # The execution span, recorded inline (no context-manager object): this runs
+        # around every task and is most of what profiling costs a worker.
+        events = self.core.profile_events()
+        start = time.time() if events is not None else 0.0
         try:
-            with self.core.profile_span("task:execute", ctx[1], spec[TASK_ID]):
+            try:
                 if kind == KIND_ACTOR_CREATION:
                     actor_worker.become_actor(self, spec, fn, args, kwargs)
                     value = None
                 else:
                     value = fn(*args, **kwargs)
+            finally:
+                if events is not None:
+                    events.record("task:execute", ctx[1], start, _span_extra(spec))
         except ExitWorker:
             self.exit_requested = True
             raise ExitWorker(self.finish(spec, ctx, value=None)) from None

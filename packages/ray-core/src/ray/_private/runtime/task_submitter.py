@@ -23,6 +23,9 @@ logger = logging.getLogger(__name__)
 # Spec field positions (see task_executor for the consumer side).
 TASK_ID, JOB, FUNCTION_ID, NAME, ARGS, KWARG_NAMES, NUM_RETURNS, OWNER, OPTIONS = range(9)
 RESOURCE_IDS, KIND, ACTOR_ID, METHOD, SEQ = range(9, 14)
+# When the owner submitted the task (wall clock), or None with profiling off: the
+# executing worker's timeline span carries it, so owners record nothing per task.
+SUBMITTED = 14
 KIND_NORMAL, KIND_ACTOR_CREATION, KIND_ACTOR_METHOD = 0, 1, 2
 
 
