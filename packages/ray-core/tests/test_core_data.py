@@ -164,7 +164,9 @@ def test_iter_batches_cross_block_boundaries(ray_module):
     ds = ray.data.range(25, override_num_blocks=4)
     batches = list(ds.iter_batches(batch_size=10))
     assert [b["id"].tolist() for b in batches] == [list(range(10)), list(range(10, 20)), list(range(20, 25))]
-    assert [len(b) for b in ds.iter_batches(batch_size=10, batch_format="pandas", drop_last=True)] == [10, 10]
+    frames = list(ds.iter_batches(batch_size=10, batch_format="pandas", drop_last=True))
+    assert [f.index.tolist() for f in frames] == [list(range(10))] * 2
+    assert [f["id"].iloc[0] for f in frames] == [0, 10]
     assert sum(len(b["id"]) for b in ds.iter_batches(batch_size=None)) == 25
     assert ds.take_batch(3)["id"].tolist() == [0, 1, 2]
 
@@ -244,6 +246,8 @@ def test_bad_input_gets_clear_errors(ray_module):
         ds.map_batches(lambda b: b, batch_format="arrow")
     with pytest.raises(TypeError, match="needs a function"):
         ds.filter("id > 2")
+    with pytest.raises(TypeError, match="map_batches"):
+        ds.map(dict)
     try:
         import modin  # noqa: F401
     except ImportError:

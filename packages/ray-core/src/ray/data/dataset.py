@@ -253,22 +253,26 @@ class Dataset:
         _blocks.check_batch_format(batch_format)
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
-        pending, pending_rows = [], 0
+        buffer, offset = None, 0  # rows before ``offset`` in ``buffer`` were yielded
         for ref in self._blocks:
             block = ray.get(ref)
             if batch_size is None:
                 if _blocks.num_rows(block):
                     yield _blocks.to_batch(block, batch_format)
                 continue
-            pending.append(block)
-            pending_rows += _blocks.num_rows(block)
-            while pending_rows >= batch_size:
-                joined = _blocks.concat_blocks(pending)
-                yield _blocks.to_batch(_blocks.slice_block(joined, 0, batch_size), batch_format)
-                pending = [_blocks.slice_block(joined, batch_size, pending_rows)]
-                pending_rows -= batch_size
-        if pending_rows and not drop_last:
-            yield _blocks.to_batch(_blocks.concat_blocks(pending), batch_format)
+            if buffer is None:
+                buffer = block
+            else:  # one join per block, not per batch
+                rest = _blocks.slice_block(buffer, offset, _blocks.num_rows(buffer))
+                buffer = _blocks.concat_blocks([rest, block])
+            offset = 0
+            while _blocks.num_rows(buffer) - offset >= batch_size:
+                piece = _blocks.slice_block(buffer, offset, offset + batch_size)
+                yield _blocks.to_batch(piece, batch_format)
+                offset += batch_size
+        if buffer is not None and _blocks.num_rows(buffer) > offset and not drop_last:
+            piece = _blocks.slice_block(buffer, offset, _blocks.num_rows(buffer))
+            yield _blocks.to_batch(piece, batch_format)
 
     def take(self, limit: int = 20) -> list[dict]:
         """The first ``limit`` rows."""
@@ -404,6 +408,11 @@ def _check_limit(ds: Dataset, limit: int | None, what: str) -> None:
 
 
 def _check_callable(fn, what: str) -> None:
+    if inspect.isclass(fn):
+        raise TypeError(
+            f"Dataset.{what} takes a function here, got the class {fn.__qualname__}; callable "
+            "classes run in actors through map_batches(cls, concurrency=N)"
+        )
     if not callable(fn):
         raise TypeError(f"Dataset.{what} needs a function, got {type(fn).__name__}: {fn!r:.60}")
 
