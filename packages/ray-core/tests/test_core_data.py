@@ -33,7 +33,7 @@ def test_blocks_without_pandas_are_lists_of_rows(monkeypatch):
     monkeypatch.setattr(_blocks, "pandas_or_none", lambda: None)
     assert _blocks.build_block([{"a": 1}]) == [{"a": 1}]
     assert _blocks.block_from_batch({"a": np.arange(3)}) == [{"a": 0}, {"a": 1}, {"a": 2}]
-    assert FilterRows(lambda r: r["a"] > 0)([{"a": 0}, {"a": 1}]) == [{"a": 1}]
+    assert FilterRows(fn=lambda r: r["a"] > 0)([{"a": 0}, {"a": 1}]) == [{"a": 1}]
     with pytest.raises(ImportError, match="pip install pandas"):
         _blocks.to_batch([{"a": 1}], "pandas")
 
@@ -46,7 +46,7 @@ def test_map_batches_transform_cuts_blocks_into_batch_size_pieces():
         seen.append(len(batch["a"]))
         return {"a": batch["a"] + 1}
 
-    out = MapBatches(record, batch_size=4, batch_format="numpy")(frame)
+    out = MapBatches(fn=record, batch_size=4, batch_format="numpy")(frame)
     assert seen == [4, 4, 2]
     assert out["a"].tolist() == list(range(1, 11))
 
@@ -112,6 +112,8 @@ def test_map_filter_flat_map_match_python(ray_module):
     mapped = ds.map(lambda r: {"id": r["id"], "sq": r["id"] ** 2})
     assert mapped.take_all() == [{"id": i, "sq": i * i} for i in range(50)]
     assert [r["id"] for r in ds.filter(lambda r: r["id"] % 7 == 0).take_all()] == list(range(0, 50, 7))
+    assert ds.map(lambda r, k: {"id": r["id"] + k}, fn_args=(3,), num_cpus=0.5).take(2) == [{"id": 3}, {"id": 4}]
+    assert ds.filter(lambda r: r["id"] < 5, concurrency=1).count() == 5
     flat = ds.flat_map(lambda r: [{"v": r["id"]}] * (r["id"] % 3))
     assert [r["v"] for r in flat.take_all()] == [i for i in range(50) for _ in range(i % 3)]
 
@@ -147,6 +149,18 @@ def test_map_batches_callable_class_runs_in_actors(ray_module):
     assert len({r["pid"] for r in rows}) == 2 and os.getpid() not in {r["pid"] for r in rows}
     with pytest.raises(ValueError, match="concurrency"):
         ray.data.range(3).map_batches(AddConstant)
+
+    class Shift:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, row, scale):
+            return {"id": row["id"] * scale + self.k}
+
+    shifted = ray.data.range(6, override_num_blocks=3).map(
+        Shift, fn_constructor_kwargs={"k": 1}, fn_kwargs={"scale": 10}, concurrency=1
+    )
+    assert [r["id"] for r in shifted.take_all()] == [1, 11, 21, 31, 41, 51]
 
 
 def test_repartition_balances_blocks_and_keeps_rows(ray_module):
@@ -246,7 +260,7 @@ def test_bad_input_gets_clear_errors(ray_module):
         ds.map_batches(lambda b: b, batch_format="arrow")
     with pytest.raises(TypeError, match="needs a function"):
         ds.filter("id > 2")
-    with pytest.raises(TypeError, match="map_batches"):
+    with pytest.raises(ValueError, match="pass concurrency=N"):
         ds.map(dict)
     try:
         import modin  # noqa: F401

@@ -107,8 +107,8 @@ def to_numpy_task(block, column):
 
 
 @ray.remote
-class BatchActor:
-    """Holds one instance of a callable class given to ``map_batches``."""
+class TransformActor:
+    """Holds one instance of a callable class given to ``map``/``map_batches``/..."""
 
     def __init__(self, cls, args, kwargs):
         self._instance = cls(*args, **kwargs)

@@ -8,7 +8,6 @@ import copy
 import dataclasses
 import inspect
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -19,14 +18,27 @@ def _describe(fn) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
-@dataclasses.dataclass(frozen=True)
-class MapRows:
-    fn: Callable[[dict], dict]
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UserFunction:
+    """The user's function (or callable-class instance) and its extra arguments."""
 
+    fn: Callable | None  # None until an actor puts its instance of a callable class in
+    fn_args: tuple = ()
+    fn_kwargs: dict = dataclasses.field(default_factory=dict)
+
+    def call(self, value):
+        return self.fn(value, *self.fn_args, **self.fn_kwargs)
+
+    def with_instance(self, instance):
+        return dataclasses.replace(self, fn=instance)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MapRows(UserFunction):
     def __call__(self, block):
         rows = []
         for row in _blocks.iter_rows(block):
-            result = self.fn(row)
+            result = self.call(row)
             if not isinstance(result, dict):
                 raise TypeError(
                     f"the function given to Dataset.map ({_describe(self.fn)}) must return one "
@@ -37,26 +49,22 @@ class MapRows:
         return _blocks.build_block(rows)
 
 
-@dataclasses.dataclass(frozen=True)
-class FilterRows:
-    fn: Callable[[dict], bool]
-
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FilterRows(UserFunction):
     def __call__(self, block):
-        keep = [bool(self.fn(row)) for row in _blocks.iter_rows(block)]
+        keep = [bool(self.call(row)) for row in _blocks.iter_rows(block)]
         if _blocks.is_pandas(block):
             # Filtering the frame itself keeps its columns and dtypes, even when empty.
             return block[np.array(keep, dtype=bool)].reset_index(drop=True)
         return [row for row, kept in zip(block, keep) if kept]
 
 
-@dataclasses.dataclass(frozen=True)
-class FlatMapRows:
-    fn: Callable[[dict], Any]
-
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlatMapRows(UserFunction):
     def __call__(self, block):
         rows = []
         for row in _blocks.iter_rows(block):
-            results = self.fn(row)
+            results = self.call(row)
             if isinstance(results, dict) or not hasattr(results, "__iter__"):
                 raise TypeError(
                     f"the function given to Dataset.flat_map ({_describe(self.fn)}) must return "
@@ -66,17 +74,14 @@ class FlatMapRows:
         return _blocks.build_block(rows)
 
 
-@dataclasses.dataclass(frozen=True)
-class MapBatches:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MapBatches(UserFunction):
     """Cut the block into batches of ``batch_size`` rows (None: the whole block), call
     ``fn`` on each in ``batch_format``, and join what it returns (or yields)."""
 
-    fn: Callable
-    batch_size: int | None
-    batch_format: str | None
+    batch_size: int | None = None
+    batch_format: str | None = "default"
     zero_copy_batch: bool = False
-    fn_args: tuple = ()
-    fn_kwargs: dict = dataclasses.field(default_factory=dict)
 
     def __call__(self, block):
         size = _blocks.num_rows(block)
@@ -86,15 +91,12 @@ class MapBatches:
             batch = _blocks.to_batch(_blocks.slice_block(block, start, start + step), self.batch_format)
             if not self.zero_copy_batch:
                 batch = _writable_copy(batch)
-            result = self.fn(batch, *self.fn_args, **self.fn_kwargs)
+            result = self.call(batch)
             results = result if inspect.isgenerator(result) else [result]
             outputs.extend(_blocks.block_from_batch(r) for r in results)
         if not outputs:  # an empty block: keep its columns
             return block
         return _blocks.concat_blocks(outputs)
-
-    def with_instance(self, instance) -> MapBatches:
-        return dataclasses.replace(self, fn=instance)
 
 
 def _writable_copy(batch):

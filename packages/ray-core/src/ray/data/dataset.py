@@ -88,20 +88,40 @@ class Dataset:
             in_flight.append(meta)
         return Dataset([p[0] for p in pairs], [p[1] for p in pairs])
 
-    def map(self, fn: Callable[[dict], dict], *, concurrency=None, **ray_remote_args) -> Dataset:
-        """Apply ``fn`` to every row (a dict); it returns the new row."""
-        _check_callable(fn, "map")
-        return self._per_block(MapRows(fn), concurrency=concurrency, ray_remote_args=ray_remote_args)
+    def _apply(self, transform_cls, fn, what: str, *, fn_args=None, fn_kwargs=None,
+               fn_constructor_args=None, fn_constructor_kwargs=None, compute=None,
+               concurrency=None, ray_remote_args: dict, **transform_fields) -> Dataset:
+        """A function runs in one task per block; a callable class in actors."""
+        is_class = inspect.isclass(fn)
+        if not callable(fn):
+            raise TypeError(f"Dataset.{what} needs a function, got {type(fn).__name__}: {fn!r:.60}")
+        if not is_class and (fn_constructor_args or fn_constructor_kwargs):
+            raise ValueError("fn_constructor_args/kwargs only apply when fn is a callable class")
+        transform = transform_cls(
+            fn=None if is_class else fn, fn_args=tuple(fn_args or ()),
+            fn_kwargs=dict(fn_kwargs or {}), **transform_fields,
+        )
+        if not is_class:
+            return self._per_block(transform, concurrency=concurrency, ray_remote_args=ray_remote_args)
+        ctor = (tuple(fn_constructor_args or ()), dict(fn_constructor_kwargs or {}))
+        return self._with_actors(fn, transform, _actor_count(concurrency, compute, fn, what), ctor,
+                                 ray_remote_args)
 
-    def filter(self, fn: Callable[[dict], bool], *, concurrency=None, **ray_remote_args) -> Dataset:
-        """Keep the rows for which ``fn(row)`` is true."""
-        _check_callable(fn, "filter")
-        return self._per_block(FilterRows(fn), concurrency=concurrency, ray_remote_args=ray_remote_args)
+    def map(self, fn: Callable[[dict], dict], **options) -> Dataset:
+        """Apply ``fn`` to every row (a dict); it returns the new row.
 
-    def flat_map(self, fn: Callable[[dict], list], *, concurrency=None, **ray_remote_args) -> Dataset:
-        """Replace every row by the list of rows ``fn(row)`` returns."""
-        _check_callable(fn, "flat_map")
-        return self._per_block(FlatMapRows(fn), concurrency=concurrency, ray_remote_args=ray_remote_args)
+        ``options`` as for ``map_batches``: ``fn_args``, ``fn_kwargs``, ``concurrency``,
+        ``fn_constructor_args``/``kwargs`` for a callable class, ray task options.
+        """
+        return self._apply(MapRows, fn, "map", **_split_options(options))
+
+    def filter(self, fn: Callable[[dict], bool], **options) -> Dataset:
+        """Keep the rows for which ``fn(row)`` is true (``options`` as for ``map``)."""
+        return self._apply(FilterRows, fn, "filter", **_split_options(options))
+
+    def flat_map(self, fn: Callable[[dict], list], **options) -> Dataset:
+        """Replace every row by the list of rows ``fn(row)`` returns (``options`` as for ``map``)."""
+        return self._apply(FlatMapRows, fn, "flat_map", **_split_options(options))
 
     def map_batches(
         self,
@@ -110,13 +130,7 @@ class Dataset:
         batch_size: int | None | str = None,
         batch_format: str | None = "default",
         zero_copy_batch: bool = False,
-        fn_args=None,
-        fn_kwargs=None,
-        fn_constructor_args=None,
-        fn_constructor_kwargs=None,
-        compute=None,
-        concurrency=None,
-        **ray_remote_args,
+        **options,
     ) -> Dataset:
         """Apply ``fn`` to batches of rows, one ray task per block.
 
@@ -124,35 +138,25 @@ class Dataset:
         ``"pandas"`` (DataFrame), ``"pyarrow"`` (Table) or None (the block as stored).
         ``batch_size``: rows per call within a block; None (default) passes the whole
         block, ``"default"`` means 1024. ``fn`` returns (or yields) batches in any of
-        those formats. A callable class runs in ``concurrency`` actors, each built once
-        with ``fn_constructor_args``/``fn_constructor_kwargs``. Batches are writable
-        copies unless ``zero_copy_batch=True``.
+        those formats; ``fn_args``/``fn_kwargs`` follow the batch. A callable class runs
+        in ``concurrency`` actors, each built once with ``fn_constructor_args``/
+        ``fn_constructor_kwargs`` (this call then waits for them, and stops them).
+        ``concurrency`` for a function caps the tasks in flight. Batches are writable
+        copies unless ``zero_copy_batch=True``. Other keywords are ray task options
+        (``num_cpus``, ``num_gpus``, ``memory``, ``resources``, ...).
         """
         _blocks.check_batch_format(batch_format)
         if batch_size == "default":
             batch_size = 1024
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive int, None or 'default', got {batch_size!r}")
-        transform = MapBatches(
-            fn if not inspect.isclass(fn) else None,
-            batch_size,
-            batch_format,
-            zero_copy_batch,
-            tuple(fn_args or ()),
-            dict(fn_kwargs or {}),
-        )
-        if not inspect.isclass(fn):
-            _check_callable(fn, "map_batches")
-            if fn_constructor_args or fn_constructor_kwargs:
-                raise ValueError("fn_constructor_args/kwargs only apply when fn is a callable class")
-            return self._per_block(transform, concurrency=concurrency, ray_remote_args=ray_remote_args)
-        return self._map_batches_with_actors(
-            fn, transform, _actor_count(concurrency, compute, fn),
-            (tuple(fn_constructor_args or ()), dict(fn_constructor_kwargs or {})), ray_remote_args,
+        return self._apply(
+            MapBatches, fn, "map_batches", batch_size=batch_size, batch_format=batch_format,
+            zero_copy_batch=zero_copy_batch, **_split_options(options),
         )
 
-    def _map_batches_with_actors(self, cls, transform, num_actors, ctor, ray_remote_args):
-        actor_cls = _tasks.BatchActor.options(**_remote_args(ray_remote_args))
+    def _with_actors(self, cls, transform, num_actors, ctor, ray_remote_args):
+        actor_cls = _tasks.TransformActor.options(**_remote_args(ray_remote_args))
         actors = [actor_cls.remote(cls, *ctor) for _ in range(min(num_actors, max(self.num_blocks(), 1)))]
         try:
             pairs = [
@@ -407,14 +411,14 @@ def _check_limit(ds: Dataset, limit: int | None, what: str) -> None:
         )
 
 
-def _check_callable(fn, what: str) -> None:
-    if inspect.isclass(fn):
-        raise TypeError(
-            f"Dataset.{what} takes a function here, got the class {fn.__qualname__}; callable "
-            "classes run in actors through map_batches(cls, concurrency=N)"
-        )
-    if not callable(fn):
-        raise TypeError(f"Dataset.{what} needs a function, got {type(fn).__name__}: {fn!r:.60}")
+_FN_OPTIONS = ("fn_args", "fn_kwargs", "fn_constructor_args", "fn_constructor_kwargs",
+               "compute", "concurrency")
+
+
+def _split_options(options: dict) -> dict:
+    """map/filter/flat_map/map_batches keywords: ours by name, the rest ray task options."""
+    ours = {k: options.pop(k) for k in _FN_OPTIONS if k in options}
+    return {**ours, "ray_remote_args": options}
 
 
 def _remote_args(args: dict) -> dict:
@@ -431,12 +435,12 @@ def _task_limit(concurrency) -> int | None:
     return concurrency
 
 
-def _actor_count(concurrency, compute, cls) -> int:
+def _actor_count(concurrency, compute, cls, what: str) -> int:
     size = getattr(compute, "size", None) or getattr(compute, "max_size", None)
     count = _task_limit(concurrency) or size
     if count is None:
         raise ValueError(
-            f"map_batches with a callable class ({cls.__qualname__}) runs it in actors: "
+            f"{what} with a callable class ({cls.__qualname__}) runs it in actors: "
             "pass concurrency=N (the number of actors)"
         )
     return count
