@@ -19,6 +19,7 @@ __all__ = [
     "NevergradSearch",
     "AxSearch",
     "SigOptSearch",
+    "GeneticSearch",
 ]
 
 _LAZY = {
@@ -28,6 +29,7 @@ _LAZY = {
     "NevergradSearch": "ray.tune.suggest.nevergrad",
     "AxSearch": "ray.tune.suggest.ax",
     "SigOptSearch": "ray.tune.suggest.sigopt",
+    "GeneticSearch": "ray.tune.automl",
 }
 
 

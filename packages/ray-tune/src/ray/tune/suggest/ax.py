@@ -35,7 +35,14 @@ class AxSearch(SuggestionAlgorithm):
         data = {self._objective_name: (result[self._objective_name], 0.0)}
         config = self._ax.experiment.optimization_config
         for constraint in getattr(config, "outcome_constraints", []) or []:
-            name = constraint.metric.name
-            if name in result:
-                data[name] = (result[name], 0.0)
+            for name in _constraint_metric_names(constraint):
+                if name in result:
+                    data[name] = (result[name], 0.0)
         self._ax.complete_trial(trial_index=index, raw_data=data)
+
+
+def _constraint_metric_names(constraint) -> list[str]:
+    """Ax >= 1.0 lists `metric_names`; older Ax had one `metric` object."""
+    if hasattr(constraint, "metric_names"):
+        return list(constraint.metric_names)
+    return [constraint.metric.name]
