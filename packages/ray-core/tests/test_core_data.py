@@ -206,6 +206,10 @@ def test_from_pandas_refs_and_to_pandas_refs_share_the_frames(ray_module):
     assert ds.to_pandas_refs() == refs  # the same objects: what Modin's from_ray reads
     pd.testing.assert_frame_equal(ds.to_pandas(), pd.concat(frames, ignore_index=True))
     assert ds.count() == 10 and ds.columns() == ["x", "y"]
+    # A pandas map_batches keeps each block's index (Modin's partitions carry theirs).
+    indexed = ray.data.from_pandas_refs([ray.put(f.set_index(f["x"] * 10)) for f in frames])
+    doubled = ray.get(indexed.map_batches(lambda df: df.assign(x=df.x * 2), batch_format="pandas").to_pandas_refs())
+    assert doubled[1].index.tolist() == [50, 60, 70, 80, 90] and doubled[1]["x"].tolist() == [10, 12, 14, 16, 18]
     with pytest.raises(TypeError, match="ObjectRef"):
         ray.data.from_pandas_refs(frames[0])
 

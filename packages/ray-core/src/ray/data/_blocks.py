@@ -238,7 +238,7 @@ def to_batch(block, batch_format):
     if batch_format is None:
         return block
     if batch_format == "pandas":
-        return to_pandas_block(block).reset_index(drop=True)
+        return to_pandas_block(block)
     if batch_format == "pyarrow":
         pa = require_pyarrow('batch_format="pyarrow"')
         if is_pandas(block):

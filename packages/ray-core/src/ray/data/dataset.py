@@ -262,7 +262,7 @@ class Dataset:
             block = ray.get(ref)
             if batch_size is None:
                 if _blocks.num_rows(block):
-                    yield _blocks.to_batch(block, batch_format)
+                    yield _consumer_batch(block, batch_format)
                 continue
             if buffer is None:
                 buffer = block
@@ -272,11 +272,11 @@ class Dataset:
             offset = 0
             while _blocks.num_rows(buffer) - offset >= batch_size:
                 piece = _blocks.slice_block(buffer, offset, offset + batch_size)
-                yield _blocks.to_batch(piece, batch_format)
+                yield _consumer_batch(piece, batch_format)
                 offset += batch_size
         if buffer is not None and _blocks.num_rows(buffer) > offset and not drop_last:
             piece = _blocks.slice_block(buffer, offset, _blocks.num_rows(buffer))
-            yield _blocks.to_batch(piece, batch_format)
+            yield _consumer_batch(piece, batch_format)
 
     def take(self, limit: int = 20) -> list[dict]:
         """The first ``limit`` rows."""
@@ -397,6 +397,13 @@ def _finish(kind: str, partial, ignore_nulls: bool):
     if kind == "mean":
         return partial.sum / partial.count
     return getattr(partial, kind)
+
+
+def _consumer_batch(block, batch_format):
+    # A map_batches batch keeps its block's index (Modin's partitions carry their
+    # DataFrame's index through to_modin); a consumer's pandas batch counts from 0.
+    batch = _blocks.to_batch(block, batch_format)
+    return batch.reset_index(drop=True) if batch_format == "pandas" else batch
 
 
 def _put_block(block) -> tuple:
