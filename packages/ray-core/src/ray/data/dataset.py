@@ -22,8 +22,6 @@ from ray.data import _blocks, _tasks
 from ray.data._blocks import BlockMetadata, Schema
 from ray.data._transforms import FilterRows, FlatMapRows, MapBatches, MapRows
 
-_AGGREGATES = ("sum", "min", "max", "mean")
-
 
 class Dataset:
     """Rows with named columns, split into blocks held in the object store."""
