@@ -267,6 +267,11 @@ def test_bad_input_gets_clear_errors(ray_module):
     with pytest.raises(ValueError, match="pass concurrency=N"):
         ds.map(dict)
     try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install pyarrow"):
+            ds.take_batch(2, batch_format="pyarrow")
+    try:
         import modin  # noqa: F401
     except ImportError:
         with pytest.raises(ImportError, match="pip install modin"):
