@@ -28,18 +28,7 @@ import os
 import statistics
 import time
 
-
-def _cluster_cpu_s() -> float:
-    import psutil
-
-    total = 0.0
-    for proc in [psutil.Process()] + psutil.Process().children(recursive=True):
-        try:
-            t = proc.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            continue
-    return total
+from bench_core import _cluster_cpu_s, _wait_until_quiet  # same directory
 
 
 def one_round(profiling: bool, n_tasks: int, repeat: int) -> tuple[float, float]:
@@ -52,6 +41,7 @@ def one_round(profiling: bool, n_tasks: int, repeat: int) -> tuple[float, float]
             return None
 
         ray.get([noop.remote() for _ in range(500)])  # warm up workers and leases
+        _wait_until_quiet()  # past the store's background pre-fault
         best = None
         cpu0 = _cluster_cpu_s()
         for _ in range(repeat):
@@ -93,6 +83,7 @@ def same_cluster(n_tasks: int, phases: int) -> dict:
                 raise RuntimeError(f"expected both workers to flip, got pids {pids}")
 
         ray.get([noop.remote() for _ in range(3000)])
+        _wait_until_quiet()  # past the store's background pre-fault
         rates, cpu = {True: [], False: []}, {True: [], False: []}
         for i in range(phases):
             enabled = i % 4 in (0, 3)
