@@ -28,13 +28,24 @@ def load_digits_split(seed: int = 0):
     return x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]
 
 
-def build_net():
+ACTIVATIONS = ("relu", "elu", "tanh")
+
+
+def build_net(activation: str = "relu", hidden: int = 64):
     from torch import nn
 
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+    act = {"relu": nn.ReLU, "elu": nn.ELU, "tanh": nn.Tanh}[activation]
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(16 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10),
+        nn.Conv2d(1, 16, 3, padding=1), act(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(16 * 4 * 4, hidden), act(), nn.Linear(hidden, 10),
     )
+
+
+def net_from_config(config: dict):
+    """The CNN a trial's config asks for (the tune_mnist_* examples tune these two)."""
+    return build_net(config.get("activation", "relu"), config.get("hidden", 64))
 
 
 def train_epoch(net, optimizer, x, y, batch_size: int, rng) -> None:
@@ -64,12 +75,12 @@ def train_mnist(config, reporter):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     x, y, x_test, y_test = load_digits_split()
-    net = build_net()
+    net = net_from_config(config)
     optimizer = torch.optim.SGD(net.parameters(), lr=config["lr"], momentum=config["momentum"])
     rng = np.random.default_rng(0)
-    for _ in range(config.get("epochs", 10)):
+    for epoch in range(config.get("epochs", 10)):
         train_epoch(net, optimizer, x, y, 64, rng)
-        reporter(mean_accuracy=test_accuracy(net, x_test, y_test))
+        reporter(mean_accuracy=test_accuracy(net, x_test, y_test), timesteps_total=(epoch + 1) * len(x))
 
 
 def main(smoke_test: bool = False, local_dir: str | None = None):

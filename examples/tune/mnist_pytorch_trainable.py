@@ -33,7 +33,7 @@ class TrainMNIST(tune.Trainable):
         torch.manual_seed(0)
         self.torch = torch
         self.data = mnist_pytorch.load_digits_split()
-        self.net = mnist_pytorch.build_net()
+        self.net = mnist_pytorch.net_from_config(config)
         self.optimizer = torch.optim.SGD(self.net.parameters(), lr=config["lr"], momentum=config["momentum"])
         self.rng = np.random.default_rng(0)
 

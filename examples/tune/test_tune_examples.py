@@ -79,3 +79,71 @@ def test_search_algorithm_examples(ray_cluster, tmp_path, name, module):
     trials = _load(name).main(smoke_test=True, local_dir=str(tmp_path))
     assert len(trials) == 6
     _all_terminated(trials)
+
+
+def test_genetic_example_breeds_generations_under_async_hyperband(ray_cluster, tmp_path):
+    trials, algo = _load("genetic_example").main(smoke_test=True, local_dir=str(tmp_path))
+    assert len(trials) == algo.total_trials == 10 + 8  # generation 1 keeps the 2 best of 10
+    _all_terminated(trials)
+    assert {e["generation"] for e in algo.history} == {0, 1}
+    best = algo.best_config()
+    assert set(best) == {"x1", "x2", "x3", "x4", "x5"}
+    assert max(t.last_result["neg_mean_loss"] for t in trials) == pytest.approx(
+        max(e["score"] for e in algo.history))
+
+
+def test_pbt_ppo_explore_keeps_perturbed_configs_trainable():
+    explore = _load("pbt_ppo_example").explore
+    fixed = explore({"train_batch_size": 100, "sgd_minibatch_size": 128, "num_sgd_iter": 0})
+    assert fixed == {"train_batch_size": 256, "sgd_minibatch_size": 128, "num_sgd_iter": 1}
+    fine = {"train_batch_size": 1000, "sgd_minibatch_size": 128, "num_sgd_iter": 5}
+    assert explore(dict(fine)) == fine
+
+
+@pytest.mark.slow  # ~10-15 s: every exploit restarts a PPO actor (RLlib trainers have no reset_config)
+def test_pbt_ppo_example_trains_a_ppo_population(ray_cluster, tmp_path):
+    trials = _load("pbt_ppo_example").main(smoke_test=True, local_dir=str(tmp_path))
+    assert len(trials) == 2
+    _all_terminated(trials)
+    assert all(t.last_result["training_iteration"] == 3 for t in trials)
+    assert all(t.last_result["timesteps_total"] >= 3 * 256 for t in trials)
+
+
+def test_ax_example_runs_ax_suggestions(ray_cluster, tmp_path):
+    pytest.importorskip("ax")
+    analysis, client = _load("ax_example").main(smoke_test=True, local_dir=str(tmp_path))
+    trials = getattr(analysis, "trials", analysis)
+    assert len(trials) == 6
+    _all_terminated(trials)
+    completed = [t for t in client.experiment.trials.values() if t.status.is_completed]
+    assert len(completed) == 6  # every trial's result went back to Ax
+
+
+def test_hartmann6_has_its_known_minimum():
+    module = _load("ax_example")
+    x_star = [0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573]
+    assert module.hartmann6(__import__("numpy").array(x_star)) == pytest.approx(-3.32237, abs=1e-4)
+
+
+@pytest.mark.parametrize("has_library,key,expected", [
+    (False, "", "pip install sigopt"),
+    (True, "", "SIGOPT_KEY environment variable"),
+])
+def test_sigopt_example_says_what_is_missing(monkeypatch, has_library, key, expected):
+    module = _load("sigopt_example")
+    monkeypatch.setenv("SIGOPT_KEY", key)
+    monkeypatch.setattr(module.importlib.util, "find_spec",
+                        lambda name: object() if has_library and name == "sigopt" else None)
+    with pytest.raises(SystemExit, match=expected):
+        module.main(smoke_test=True)
+
+
+def test_sigopt_example_script_exits_with_the_message_without_a_key():
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "SIGOPT_KEY"}
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "sigopt_example.py"), "--smoke-test"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1
+    assert "sigopt_example needs" in proc.stderr and "Traceback" not in proc.stderr
