@@ -72,6 +72,8 @@ def test_pandas_is_optional_end_to_end_on_a_cluster_without_it(tmp_path):
             batches = list(ds.iter_batches(batch_size=4))
             assert [len(b["sq"]) for b in batches] == [4, 4, 2], batches
             assert ds.repartition(2).take_all() == [{"id": i, "sq": i * i} for i in range(10)]
+            assert sorted(r["id"] for r in ds.random_shuffle(seed=1).take_all()) == list(range(10))
+            assert ds.select_columns(["sq"]).take(2) == [{"sq": 0}, {"sq": 1}]
             assert ray.data.from_items(["a", "b"]).take() == [{"item": "a"}, {"item": "b"}]
             try:
                 ds.to_pandas()
@@ -169,9 +171,25 @@ def test_repartition_balances_blocks_and_keeps_rows(ray_module):
     assert [m.num_rows for m in even._resolved_metadata()] == [7, 8, 8]
     assert even.take_all() == ds.take_all()
     dealt = ds.repartition(4, shuffle=True)
-    assert dealt.num_blocks() == 4
-    assert sorted(r["id"] for r in dealt.take_all()) == list(range(23))
+    assert [m.num_rows for m in dealt._resolved_metadata()] == [6, 6, 6, 5]
+    assert [r["id"] for r in dealt.take_all()] == [i for k in range(4) for i in range(k, 23, 4)]
     assert ray.data.range(2).repartition(4).count() == 2
+
+
+def test_random_shuffle_split_and_columns(ray_module):
+    ds = ray.data.range(23, override_num_blocks=5)
+    shuffled = [r["id"] for r in ds.random_shuffle(seed=7).take_all()]
+    assert sorted(shuffled) == list(range(23)) and shuffled != list(range(23))
+    assert [r["id"] for r in ds.random_shuffle(seed=7).take_all()] == shuffled
+    parts = ds.split(4)
+    assert [p.count() for p in parts] == [5, 6, 6, 6] and parts[1].take(1) == [{"id": 5}]
+    assert [p.count() for p in ds.split(4, equal=True)] == [5, 5, 5, 5]
+    squares = ds.add_column("sq", lambda df: df["id"] ** 2)
+    assert squares.take(3) == [{"id": i, "sq": i * i} for i in range(3)]
+    assert squares.select_columns(["sq"]).take(2) == [{"sq": 0}, {"sq": 1}]
+    assert squares.drop_columns(["id"]).columns() == ["sq"]
+    with pytest.raises(ValueError, match="Did you mean 'sq'"):
+        squares.select_columns(["sqq"])
 
 
 def test_iter_batches_cross_block_boundaries(ray_module):

@@ -201,6 +201,13 @@ def slice_block(block, start: int, end: int):
     return block.iloc[start:end] if is_pandas(block) else block[start:end]
 
 
+def take_rows(block, indices):
+    """The rows at positions ``indices`` (an integer array), in that order."""
+    if is_pandas(block):
+        return block.iloc[indices].reset_index(drop=True)
+    return [block[i] for i in indices]
+
+
 def concat_blocks(blocks: list):
     """One block of all ``blocks`` in order (a fresh 0..n-1 index for DataFrames)."""
     blocks = [b for b in blocks if num_rows(b)] or blocks[:1]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import os
 
+import numpy as np
+
 import ray
 from ray.data import _blocks
 
@@ -46,18 +48,24 @@ def assemble_slices(bounds: list[tuple[int, int]], *blocks):
 
 
 @ray.remote
-def deal_rows(block, num_parts: int):
-    """``repartition(shuffle=True)``'s map side: row j goes to part j % num_parts."""
-    if _blocks.is_pandas(block):
-        parts = [block.iloc[k::num_parts] for k in range(num_parts)]
+def deal_rows(block, num_parts: int, first_row: int, seed: list[int] | None):
+    """The map side of an all-to-all exchange: the dataset's row r goes to part
+    r % num_parts (this block starts at row ``first_row``), or to a random part when
+    ``seed`` is given (``random_shuffle``)."""
+    if seed is None:
+        targets = (first_row + np.arange(_blocks.num_rows(block))) % num_parts
     else:
-        parts = [block[k::num_parts] for k in range(num_parts)]
+        targets = np.random.default_rng(seed).integers(num_parts, size=_blocks.num_rows(block))
+    parts = [_blocks.take_rows(block, np.flatnonzero(targets == k)) for k in range(num_parts)]
     return parts[0] if num_parts == 1 else tuple(parts)
 
 
 @ray.remote(num_returns=2)
-def concat_parts(*parts):
+def concat_parts(seed: list[int] | None, *parts):
+    """The reduce side: join the parts; shuffle them when ``seed`` is given."""
     out = _blocks.concat_blocks(list(parts))
+    if seed is not None:
+        out = _blocks.take_rows(out, np.random.default_rng(seed).permutation(_blocks.num_rows(out)))
     return out, _blocks.metadata_of(out)
 
 

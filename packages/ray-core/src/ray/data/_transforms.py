@@ -99,6 +99,36 @@ class MapBatches(UserFunction):
         return _blocks.concat_blocks(outputs)
 
 
+@dataclasses.dataclass(frozen=True)
+class SelectColumns:
+    columns: tuple
+
+    def __call__(self, block):
+        if _blocks.is_pandas(block):
+            return block[list(self.columns)]
+        return [{c: row.get(c) for c in self.columns} for row in block]
+
+
+@dataclasses.dataclass(frozen=True)
+class AddColumn:
+    """The batch function behind ``Dataset.add_column``."""
+
+    column: str
+    fn: Callable
+
+    def __call__(self, batch):
+        values = self.fn(batch)
+        if _blocks.is_pandas(batch):
+            return batch.assign(**{self.column: values})
+        if isinstance(batch, dict):
+            return {**batch, self.column: values}
+        return batch.append_column(self.column, values if hasattr(values, "type") else _pa_array(values))
+
+
+def _pa_array(values):
+    return _blocks.require_pyarrow("add_column on pyarrow batches").array(values)
+
+
 def _writable_copy(batch):
     # Blocks read from the shared-memory store are read-only: the copy lets a user
     # function change its batch in place, as it may with Ray's zero_copy_batch=False.

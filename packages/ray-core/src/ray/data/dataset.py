@@ -20,7 +20,14 @@ from typing import Any
 import ray
 from ray.data import _blocks, _tasks
 from ray.data._blocks import BlockMetadata, Schema
-from ray.data._transforms import FilterRows, FlatMapRows, MapBatches, MapRows
+from ray.data._transforms import (
+    AddColumn,
+    FilterRows,
+    FlatMapRows,
+    MapBatches,
+    MapRows,
+    SelectColumns,
+)
 
 
 class Dataset:
@@ -167,6 +174,28 @@ class Dataset:
                 ray.kill(actor)
         return Dataset([p[0] for p in pairs], [p[1] for p in pairs])
 
+    # -- moving rows between blocks ---------------------------------------------------
+
+    def _row_ranges(self, ranges: list[tuple[int, int]]) -> list[tuple]:
+        """(block ref, metadata ref) holding global rows [lo, hi), per range, made by tasks."""
+        counts = [m.num_rows for m in self._resolved_metadata()]
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        outputs = []
+        for lo, hi in ranges:
+            pieces = [
+                (ref, (max(lo - s, 0), min(hi - s, c)))
+                for ref, s, c in zip(self._blocks, starts, counts)
+                if s < hi and s + c > lo
+            ]
+            if not pieces and self._blocks:  # an empty range: an empty slice keeps the columns
+                pieces = [(self._blocks[0], (0, 0))]
+            if not pieces:
+                outputs.append(_put_block(_blocks.build_block([])))
+            else:
+                bounds, refs = [b for _, b in pieces], [ref for ref, _ in pieces]
+                outputs.append(_tasks.assemble_slices.remote(bounds, *refs))
+        return outputs
+
     def repartition(self, num_blocks: int, *, shuffle: bool = False) -> Dataset:
         """The same rows in ``num_blocks`` blocks of near-equal size.
 
@@ -174,53 +203,68 @@ class Dataset:
         ``shuffle=True`` deals rows round-robin from every input block into every
         output block (an all-to-all exchange; order is not kept).
         """
-        if not isinstance(num_blocks, int) or num_blocks < 1:
-            raise ValueError(f"num_blocks must be a positive int, got {num_blocks!r}")
+        _check_positive(num_blocks, "num_blocks")
         if shuffle:
-            return self._deal_into(num_blocks)
-        counts = [m.num_rows for m in self._resolved_metadata()]
-        starts = [sum(counts[:i]) for i in range(len(counts))]
-        total = sum(counts)
-        outputs = []
-        for j in range(num_blocks):
-            lo, hi = total * j // num_blocks, total * (j + 1) // num_blocks
-            pieces = [
-                (ref, (max(lo - s, 0), min(hi - s, c)))
-                for ref, s, c in zip(self._blocks, starts, counts)
-                if s < hi and s + c > lo
-            ]
-            if not pieces:  # fewer rows than blocks: an empty slice keeps the columns
-                pieces = [(self._blocks[0], (0, 0))] if self._blocks else []
-            if not pieces:
-                outputs.append(_put_block(_blocks.build_block([])))
-                continue
-            outputs.append(
-                _tasks.assemble_slices.remote([b for _, b in pieces], *[ref for ref, _ in pieces])
-            )
-        return Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+            return self._deal_into(num_blocks, seed=None)
+        return _from_pairs(self._row_ranges(_even_ranges(self.count(), num_blocks)))
 
-    def _deal_into(self, num_blocks: int) -> Dataset:
+    def random_shuffle(self, *, seed: int | None = None, num_blocks: int | None = None) -> Dataset:
+        """The rows in random order: each block deals its rows to random output blocks,
+        which shuffle what they receive (``seed`` makes it repeatable)."""
+        return self._deal_into(num_blocks or max(self.num_blocks(), 1), seed=_seed(seed))
+
+    def _deal_into(self, num_blocks: int, *, seed: int | None) -> Dataset:
+        counts = [m.num_rows for m in self._resolved_metadata()]
         dealt = [
-            _tasks.deal_rows.options(num_returns=num_blocks).remote(block, num_blocks)
-            for block in self._blocks
+            _tasks.deal_rows.options(num_returns=num_blocks).remote(
+                block, num_blocks, sum(counts[:i]), None if seed is None else [seed, 0, i]
+            )
+            for i, block in enumerate(self._blocks)
         ]
         if num_blocks == 1:
             dealt = [[ref] for ref in dealt]
-        outputs = [_tasks.concat_parts.remote(*[parts[k] for parts in dealt]) for k in range(num_blocks)]
-        return Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+        outputs = [
+            _tasks.concat_parts.remote(None if seed is None else [seed, 1, k], *[parts[k] for parts in dealt])
+            for k in range(num_blocks)
+        ]
+        return _from_pairs(outputs)
+
+    def split(self, n: int, *, equal: bool = False) -> list[Dataset]:
+        """``n`` Datasets of contiguous, near-equal row ranges (one block each); with
+        ``equal=True`` each gets exactly ``count() // n`` rows and the rest are dropped."""
+        _check_positive(n, "n")
+        total = self.count()
+        ranges = [(i * (total // n), (i + 1) * (total // n)) for i in range(n)] if equal else _even_ranges(total, n)
+        return [_from_pairs([pair]) for pair in self._row_ranges(ranges)]
 
     def limit(self, limit: int) -> Dataset:
         """The first ``limit`` rows."""
         counts = [m.num_rows for m in self._resolved_metadata()]
-        blocks, metadata, left = [], [], limit
-        for ref, count in zip(self._blocks, counts):
-            if left <= 0:
-                break
-            out, meta = _tasks.assemble_slices.remote([(0, min(left, count))], ref)
-            blocks.append(out)
-            metadata.append(meta)
-            left -= count
-        return Dataset(blocks, metadata)
+        starts = [sum(counts[:i]) for i in range(len(counts))]
+        ranges = [(s, min(s + c, limit)) for s, c in zip(starts, counts) if s < limit]
+        return _from_pairs(self._row_ranges(ranges or [(0, 0)]))
+
+    # -- columns -------------------------------------------------------------------------
+
+    def select_columns(self, cols: list[str]) -> Dataset:
+        """Only the columns ``cols``, in that order."""
+        return self._per_block(SelectColumns(tuple(self._known_columns(cols, "select_columns"))),
+                               ray_remote_args={})
+
+    def drop_columns(self, cols: list[str]) -> Dataset:
+        """Every column but ``cols``."""
+        dropped = set(self._known_columns(cols, "drop_columns"))
+        kept = tuple(c for c in self.columns() or [] if c not in dropped)
+        return self._per_block(SelectColumns(kept), ray_remote_args={})
+
+    def add_column(self, col: str, fn: Callable, *, batch_format: str | None = "pandas", **options) -> Dataset:
+        """A new (or replaced) column ``col`` = ``fn(batch)``, batch by batch."""
+        return self.map_batches(AddColumn(col, fn), batch_format=batch_format, **options)
+
+    def _known_columns(self, cols, what: str) -> list:
+        cols = [cols] if isinstance(cols, str) else list(cols)
+        self._aggregate_columns(cols)  # raises, naming the closest column, if one is unknown
+        return cols
 
     def union(self, *others: Dataset) -> Dataset:
         """This dataset's blocks followed by the others' (no data moves)."""
@@ -395,6 +439,27 @@ def _finish(kind: str, partial, ignore_nulls: bool):
     if kind == "mean":
         return partial.sum / partial.count
     return getattr(partial, kind)
+
+
+def _from_pairs(pairs: list) -> Dataset:
+    return Dataset([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def _even_ranges(total: int, parts: int) -> list[tuple[int, int]]:
+    return [(total * j // parts, total * (j + 1) // parts) for j in range(parts)]
+
+
+def _check_positive(value, name: str) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _seed(seed: int | None) -> int:
+    if seed is None:
+        return int.from_bytes(os.urandom(4), "little")
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+    return seed
 
 
 def _consumer_batch(block, batch_format):
