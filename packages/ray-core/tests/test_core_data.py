@@ -294,3 +294,21 @@ def test_bad_input_gets_clear_errors(ray_module):
     except ImportError:
         with pytest.raises(ImportError, match="pip install modin"):
             ds.to_modin()
+
+
+def test_datasets_travel_into_tasks_and_actors(ray_module):
+    ds = ray.data.range(100, override_num_blocks=4).map(lambda r: {"id": r["id"] + 1})
+
+    @ray.remote
+    def consume(d):
+        return d.count(), d.sum("id"), d.map_batches(lambda b: {"id": b["id"] * 0}).sum("id")
+
+    assert ray.get(consume.remote(ds)) == (100, 5050, 0)
+
+    @ray.remote
+    class Trainer:
+        def rows_seen(self, shard):
+            return sum(len(b["id"]) for b in shard.iter_batches(batch_size=10))
+
+    trainers = [Trainer.remote() for _ in range(2)]
+    assert ray.get([t.rows_seen.remote(s) for t, s in zip(trainers, ds.split(2))]) == [50, 50]
