@@ -4,7 +4,7 @@ Every process (driver, worker, raylet) records spans as plain tuples
 ``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer``. ``extra``
 is a dict, or one of two compact per-task forms that keep the hot path free of dict
 building: a task id's bytes (``{"task_id": ...}``), or, for an execution span,
-``[task_id, submitted_s, dep_ids]`` (the owner stamps the submission time into the
+``(task_id, submitted_s, dep_ids)`` (a tuple: it leaves the GC's lists; the owner stamps the submission time into the
 task spec, so owners record nothing per task; the timeline's scheduling phase runs
 from ``submitted_s`` to the span's start, and ``dep_ids`` draw its arrows); a
 periodic flush ships them to the GCS list ``ray:profile_events`` in batches of
@@ -160,7 +160,7 @@ def _extra(extra) -> dict:
         return {}
     if isinstance(extra, bytes):
         return {"task_id": extra.hex()}
-    if isinstance(extra, list):  # an execution span: [task id, submitted at, dependency ids]
+    if isinstance(extra, list):  # an execution span: (task id, submitted at, dependency ids)
         task_id, submitted, deps = extra
         out = {"task_id": task_id.hex(), "submitted": submitted}
         if deps:
