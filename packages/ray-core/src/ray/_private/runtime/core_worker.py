@@ -335,7 +335,8 @@ class CoreWorker:
                 pass
 
     def _on_node_event(self, _channel, msg) -> None:
-        if msg.get("alive", True):
+        # While shutting down, our own raylet's exit notice is no reason to rebuild.
+        if msg.get("alive", True) or self.shutting_down:
             return
         dead = bytes.fromhex(msg["node_id"])
         lost = [oid for oid, entry in list(self.memory_store._entries.items())
