@@ -184,3 +184,34 @@ def test_without_the_append_only_file_old_definitions_fail_clearly():
         assert ray.get(after.remote(1), timeout=60) == 2
     finally:
         cluster.shutdown()
+
+
+def test_gcs_calls_during_the_outage_raise_a_clear_ray_error(persistent_cluster):
+    """Outages under ~4 s are bridged by redis-py's retries; a longer one makes
+    GCS-backed calls raise GcsUnavailableError (a RayConnectionError naming what to do),
+    not redis-py's errors; afterwards they work again."""
+    import threading
+
+    cluster = persistent_cluster
+    ray.init(address=cluster.address)
+    assert len(ray.nodes()) == 2
+    restart = threading.Thread(target=cluster.restart_redis, kwargs={"down_s": 8.0})
+    restart.start()
+    try:
+        time.sleep(0.5)
+        with pytest.raises(ray.exceptions.GcsUnavailableError, match="--redis-persist") as info:
+            ray.nodes()
+        assert isinstance(info.value, ray.exceptions.RayConnectionError)
+        assert "redis.exceptions" not in type(info.value).__module__
+    finally:
+        restart.join()
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if len(ray.nodes()) == 2:
+                break
+        except ray.exceptions.GcsUnavailableError:
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert ray.get(slow_square.remote(3), timeout=60) == 9

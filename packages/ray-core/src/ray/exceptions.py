@@ -15,7 +15,8 @@
      ├── TaskCancelledError      ray.cancel stopped the task
      ├── RaySystemError          an internal component failed (message says which)
      ├── RayConnectionError      cannot reach the cluster (address, password, auth)
-     └── AuthenticationError     a peer did not present the cluster secret
+     │    ├── AuthenticationError  a peer did not present the cluster secret
+     │    └── GcsUnavailableError  the GCS (Redis) stopped answering mid-session
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class RayConnectionError(RayError, ConnectionError):
 
 class AuthenticationError(RayConnectionError):
     """A connection did not present the cluster secret."""
+
+
+class GcsUnavailableError(RayConnectionError):
+    """The GCS (the head node's Redis) stopped answering: it is restarting, or gone."""
 
 
 class GetTimeoutError(RayError, TimeoutError):
@@ -205,6 +210,7 @@ def _local_ip() -> str:
 
 __all__ = [
     "AuthenticationError",
+    "GcsUnavailableError",
     "GetTimeoutError",
     "ObjectLostError",
     "ObjectStoreFullError",

@@ -278,6 +278,11 @@ class NodeProcesses:
 
     def _read_ready(self, fd, proc, timeout_s, node_id):
         line = read_ready_line(fd, proc, timeout_s)
+        if line is None:
+            # An exiting raylet closes the pipe a moment before it can be reaped:
+            # give it that moment, or its error would read as a start-up timeout.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
         if line is None and proc.poll() is None:
             raise RaySystemError(f"raylet did not start within {timeout_s} s")
         if line is None:

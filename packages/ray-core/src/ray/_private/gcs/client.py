@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import fnmatch
+import functools
 import logging
 import threading
 import time
@@ -13,7 +14,7 @@ from collections.abc import Callable
 import msgpack
 
 from ray._private.gcs import keys
-from ray.exceptions import AuthenticationError, RayConnectionError
+from ray.exceptions import AuthenticationError, GcsUnavailableError, RayConnectionError
 
 logger = logging.getLogger(__name__)
 
@@ -333,6 +334,42 @@ class RedisGcs(GcsClient):
                 shard.close()
             except Exception:
                 pass
+
+
+def _gcs_unavailable(exc: Exception, address: str) -> Exception | None:
+    """The error to raise for a Redis failure, or None when ``exc`` is not one."""
+    import redis
+
+    if isinstance(exc, redis.AuthenticationError) or not isinstance(
+        exc, redis.ConnectionError | redis.TimeoutError
+    ):
+        return None
+    return GcsUnavailableError(
+        f"The GCS (Redis) at {address} is not answering ({exc}). If the head node is "
+        "restarting, retry in a moment: nodes and drivers reconnect by themselves. If its "
+        "Redis restarted without `ray start --head --redis-persist`, the cluster's state is "
+        "gone: restart the cluster (ray stop; ray start --head ...)."
+    )
+
+
+def _translate_redis_errors(method):
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            error = _gcs_unavailable(exc, self.address)
+            if error is None:
+                raise
+            raise error from exc
+
+    return wrapper
+
+
+# Every public GCS call says "the GCS is unavailable" in ray's terms, not redis-py's.
+for _name, _method in list(vars(RedisGcs).items()):
+    if callable(_method) and not _name.startswith("_") and _name != "close":
+        setattr(RedisGcs, _name, _translate_redis_errors(_method))
 
 
 class InMemoryGcs(GcsClient):
