@@ -105,6 +105,48 @@ def test_node_death_is_detected_and_tasks_retry_elsewhere(cluster):
     assert sum(not n["Alive"] for n in ray.nodes()) == 1
 
 
+def test_a_node_declared_dead_while_stalled_stops_instead_of_lingering(cluster):
+    """A raylet frozen past the heartbeat timeout (SIGSTOP: a stall under load) is
+    declared dead by the head; when it runs again it sees that and shuts down with its
+    workers (fail-stop), so no node runs that the cluster believes gone."""
+    import signal
+
+    import psutil
+
+    stalled = cluster.add_node(num_cpus=1, resources={"s": 1})
+    ray.init(address=cluster.address)
+
+    @ray.remote(resources={"s": 1})
+    def where():
+        return os.getpid()
+
+    worker_pid = ray.get(where.remote(), timeout=60)
+    raylet = next(p for name, p in stalled.procs.procs if name == "raylet")
+    os.kill(raylet.pid, signal.SIGSTOP)
+    try:
+        deadline = time.time() + 20
+        while sum(not n["Alive"] for n in ray.nodes()) != 1:
+            assert time.time() < deadline, ray.nodes()
+            time.sleep(0.2)
+    finally:
+        os.kill(raylet.pid, signal.SIGCONT)
+    raylet.wait(timeout=30)
+    deadline = time.time() + 20
+    while psutil.pid_exists(worker_pid) and psutil.Process(worker_pid).status() != "zombie":
+        assert time.time() < deadline, "the stopped node's worker outlived it"
+        time.sleep(0.1)
+    log = open(os.path.join(stalled.info["session_dir"], "logs",
+                            f"raylet-{stalled.node_id[:8]}.out")).read()
+    assert "marked this node" in log and "ray start --address=" in log
+    assert [n["Alive"] for n in ray.nodes()].count(True) == 1
+
+    @ray.remote
+    def still_works():
+        return 1
+
+    assert ray.get(still_works.remote(), timeout=60) == 1
+
+
 def test_detached_named_actor_outlives_its_driver(cluster):
     ray.init(address=cluster.address)
 

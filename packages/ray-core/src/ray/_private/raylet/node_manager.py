@@ -438,6 +438,9 @@ class NodeManager:
         loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
         if self.node_id not in nodes:  # a Redis restarted without its append-only file
             self._register_node()
+        elif not nodes[self.node_id].get("alive", True) and not self._stopping:
+            self._declared_dead(now)
+            return
         if self.args.head and now - self._gcs_back_at > self.config.heartbeat_timeout_s:
             self._mark_silent_nodes_dead(nodes, now)
         remote = {}
@@ -449,6 +452,23 @@ class NodeManager:
                 continue
             remote[node_id] = RemoteNode(dict(load["total"]), dict(load["available"]))
         self._apply(self.scheduler.update_remote(remote))
+
+    def _declared_dead(self, now):
+        """The head marked this node dead (it missed heartbeats, e.g. stalled under load).
+
+        Everyone has already failed over: owners rebuilt or gave up on its objects and
+        retried its tasks elsewhere. Coming back under the same id would contradict that,
+        so the node stops (fail-stop, as Ray's raylet does); start it again to rejoin."""
+        info = self.gcs.hget_obj(keys.NODES, self.node_id) or {}
+        silent_s = now - info.get("death_time", now)
+        logger.error(
+            "the head marked this node (%s) dead after it missed heartbeats for over "
+            "%.1f s (%.1f s ago); its workers and objects are no longer part of the "
+            "cluster, so it shuts down. Rejoin with `ray start --address=%s`; if the "
+            "machine is this loaded, raise heartbeat_timeout_s in _internal_config.",
+            self.node_id[:8], self.config.heartbeat_timeout_s, silent_s, self.args.gcs_address,
+        )
+        self.request_stop()
 
     def _mark_silent_nodes_dead(self, nodes, now):
         """The head's monitor: a node without a heartbeat for heartbeat_timeout_s is dead."""
