@@ -2,7 +2,7 @@
 
 The full bars (``learning and slow``), seeded, CPU, each stopping as soon as the
 deterministic evaluation (10 episodes, every few thousand steps) reaches it:
-DQN CartPole-v1 >= 450 within 100k steps; Ape-X DQN CartPole-v1 >= 150 within
+DQN CartPole-v1 >= 450 within 100k steps (also with ``parameter_noise``); Ape-X DQN CartPole-v1 >= 150 within
 200k; TD3 Pendulum-v1 >= -300 within 30k; SAC Pendulum-v1 >= -250 within 20k.
 Wall-clock and env steps/s: benchmarks/bench_rllib_{dqn,apex,td3,sac}.py.
 """
@@ -80,6 +80,16 @@ def test_td3_pendulum_short():
 @pytest.mark.timeout(1800)
 def test_dqn_cartpole_bar():
     best, steps = _train_to_bar("cartpole-dqn", bar=450, max_steps=100_000, eval_every=5000)
+    assert best >= 450, (best, steps)
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.timeout(1800)
+def test_dqn_parameter_noise_cartpole_bar():
+    """The tuned DQN with parameter-space noise instead of epsilon-greedy exploration."""
+    best, steps = _train_to_bar("cartpole-dqn", bar=450, max_steps=100_000, eval_every=5000,
+                                parameter_noise=True)
     assert best >= 450, (best, steps)
 
 

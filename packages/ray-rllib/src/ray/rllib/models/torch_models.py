@@ -17,13 +17,15 @@ def _activation(name):
     return _ACTIVATIONS[name]
 
 
-def _mlp(in_size, hiddens, activation, out_size, out_gain) -> nn.Sequential:
+def _mlp(in_size, hiddens, activation, out_size, out_gain, *,
+         layer_norm: bool = False) -> nn.Sequential:
     layers, size = [], in_size
     for hidden in hiddens:
         linear = nn.Linear(size, hidden)
         nn.init.orthogonal_(linear.weight, np.sqrt(2))
         nn.init.zeros_(linear.bias)
-        layers += [linear, _activation(activation)()]
+        layers += [linear, nn.LayerNorm(hidden)] if layer_norm else [linear]
+        layers.append(_activation(activation)())
         size = hidden
     if out_size is not None:
         out = nn.Linear(size, out_size)

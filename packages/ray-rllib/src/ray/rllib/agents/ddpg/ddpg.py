@@ -13,12 +13,16 @@ plus ``l2_reg`` on the weights. ``eps`` is clipped Gaussian noise only with
 actor and the target networks move every ``policy_delay`` critic steps) and
 ``smooth_target_policy``. Target networks follow with ``tau`` (Polyak
 averaging). Exploration: uniform random actions for ``pure_exploration_steps``,
-then Ornstein-Uhlenbeck or Gaussian noise on the actor's action.
+then Ornstein-Uhlenbeck or Gaussian noise on the actor's action; or, with
+``parameter_noise``, no action noise but a layer-normalised actor whose weights are
+perturbed per episode (Plappert et al. 2018; ``agents/param_noise.py``), with sigma
+adapted so the RMS action change matches the RMS of the action noise it replaces.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +39,7 @@ from ray.rllib.agents.dqn.dqn import (
     bootstrap_discount,
     polyak_update,
 )
+from ray.rllib.agents.param_noise import ParameterNoise, ParameterNoiseMixin, rms_distance
 from ray.rllib.models.torch_models import _mlp
 from ray.rllib.policy.sample_batch import SampleBatch
 from ray.rllib.policy.torch_policy import TorchPolicy
@@ -70,7 +75,8 @@ class DDPGConfig:
     exploration_ou_theta: float = 0.15
     exploration_ou_sigma: float = 0.2
     exploration_gaussian_sigma: float = 0.1  # std of Gaussian noise, in action units
-    parameter_noise: bool = False  # not offered (raises if set)
+    parameter_noise: bool = False  # explore by perturbing the actor's weights (no action noise)
+    parameter_noise_initial_stddev: float = 0.1  # its sigma before adaptation
     pure_exploration_steps: int = 1000  # uniform random actions for this many steps
     # === Replay ===
     buffer_size: int = 50000
@@ -140,8 +146,9 @@ class ActorCritic(nn.Module):
             obs_size = hiddens[-1] if hiddens else obs_size
         else:
             self.preprocessor = nn.Identity()
+        # Parameter noise wants layer-normalised hidden layers (one sigma suits them all).
         self.actor = _mlp(obs_size, cfg.actor_hiddens, cfg.actor_hidden_activation, act_size,
-                          0.01)
+                          0.01, layer_norm=cfg.parameter_noise)
         self.q1 = _mlp(obs_size + act_size, cfg.critic_hiddens, cfg.critic_hidden_activation, 1,
                        1.0)
         self.q2 = _mlp(obs_size + act_size, cfg.critic_hiddens, cfg.critic_hidden_activation, 1,
@@ -152,8 +159,9 @@ class ActorCritic(nn.Module):
     def features(self, obs):
         return self.preprocessor(obs.reshape(obs.shape[0], -1).float())
 
-    def action(self, features):
-        squashed = torch.tanh(self.actor(features))
+    def action(self, features, actor: nn.Module | None = None):
+        """``mu(s)`` scaled to the bounds (``actor``: another actor net, e.g. a perturbed one)."""
+        squashed = torch.tanh((self.actor if actor is None else actor)(features))
         return self.low + (squashed + 1.0) * 0.5 * (self.high - self.low)
 
     def q(self, features, action, head: int = 1):
@@ -223,8 +231,24 @@ def _error(td_error, cfg: DDPGConfig):
     return 0.5 * td_error ** 2
 
 
-class DDPGTorchPolicy(TargetNetworkMixin, TorchPolicy):
-    """Deterministic actor with exploration noise; separate actor and critic optimizers."""
+def param_noise_target_rms(cfg: DDPGConfig, action_space) -> float:
+    """RMS (over action dims) of the action noise that parameter noise stands in for.
+
+    Gaussian: ``exploration_gaussian_sigma``. OU: the stationary std of
+    ``x <- x - theta x + sigma N(0, 1)``, i.e. ``sigma / sqrt(1 - (1 - theta)^2)``, times
+    ``exploration_ou_noise_scale * (high - low)`` as ``compute_actions`` scales it.
+    """
+    if cfg.exploration_noise_type == "gaussian":
+        return float(cfg.exploration_gaussian_sigma)
+    theta = cfg.exploration_ou_theta
+    ou_std = cfg.exploration_ou_sigma / math.sqrt(1.0 - (1.0 - theta) ** 2)
+    span = np.asarray(action_space.high, np.float64) - np.asarray(action_space.low, np.float64)
+    return float(np.sqrt(np.mean((cfg.exploration_ou_noise_scale * ou_std * span) ** 2)))
+
+
+class DDPGTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
+    """Deterministic actor with exploration noise (on actions or, with ``parameter_noise``,
+    on the actor's weights); separate actor and critic optimizers."""
 
     extra_optimizers = ("actor_optimizer",)
 
@@ -236,9 +260,6 @@ class DDPGTorchPolicy(TargetNetworkMixin, TorchPolicy):
             raise ValueError(f"DDPG/TD3 need a continuous (Box) action space, got "
                              f"{action_space}: use DQN for Discrete actions")
         cfg = typed_view(DDPGConfig, config)
-        if cfg.parameter_noise:
-            raise ValueError("parameter_noise is not offered: use exploration_noise_type "
-                             "'ou' or 'gaussian'")
         if cfg.exploration_noise_type not in ("ou", "gaussian"):
             raise ValueError(f"exploration_noise_type must be 'ou' or 'gaussian', not "
                              f"{cfg.exploration_noise_type!r}")
@@ -247,6 +268,9 @@ class DDPGTorchPolicy(TargetNetworkMixin, TorchPolicy):
         self.target_model = copy.deepcopy(model)
         self.target_model.requires_grad_(False)
         super().__init__(observation_space, action_space, model, None, None, config)
+        self.param_noise = ParameterNoise(model.actor, cfg.parameter_noise_initial_stddev) \
+            if cfg.parameter_noise else None
+        self.param_noise_target = param_noise_target_rms(cfg, action_space)
         self.actor_optimizer = torch.optim.Adam(model.actor_parameters(), lr=cfg.actor_lr,
                                                 foreach=True)
         steps = max(1, int(cfg.exploration_fraction * cfg.schedule_max_timesteps))
@@ -268,13 +292,20 @@ class DDPGTorchPolicy(TargetNetworkMixin, TorchPolicy):
                         **kwargs):
         explore = self.config.get("explore", True) if explore is None else explore
         cfg = self.ddpg_config
+        perturbed = explore and self.param_noise is not None
         with self.lock, torch.no_grad():
             obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32)
-            actions = self.model.action(self.model.features(obs)).numpy()
+            actor = None
+            if perturbed:
+                self.param_noise.resample_on_new_episodes(episodes)
+                actor = self.param_noise.network()
+            actions = self.model.action(self.model.features(obs), actor).numpy()
         low, high = self.action_space.low, self.action_space.high
         if explore:
             if self.global_timestep < cfg.pure_exploration_steps:
                 actions = np.random.uniform(low, high, size=actions.shape).astype(np.float32)
+            elif perturbed:
+                pass  # the perturbed actor is the exploration
             elif cfg.exploration_noise_type == "gaussian":
                 actions = actions + self.noise_scale * np.random.normal(
                     0.0, cfg.exploration_gaussian_sigma, size=actions.shape)
@@ -298,6 +329,8 @@ class DDPGTorchPolicy(TargetNetworkMixin, TorchPolicy):
         self.fixed_noise_scale = self.noise_scale = epsilon
 
     def postprocess_trajectory(self, sample_batch, other_agent_batches=None, episode=None):
+        if self.param_noise is not None and sample_batch.count:
+            self._adapt_param_noise(sample_batch[SampleBatch.CUR_OBS])
         if self.ddpg_config.n_step > 1:
             adjust_nstep(sample_batch, self.ddpg_config.n_step, self.config["gamma"])
         if self.ddpg_config.worker_side_prioritization and sample_batch.count:
@@ -305,6 +338,16 @@ class DDPGTorchPolicy(TargetNetworkMixin, TorchPolicy):
             sample_batch["weights"] = (np.abs(td_error) +
                                        self.ddpg_config.prioritized_replay_eps).astype(np.float32)
         return sample_batch
+
+    def _adapt_param_noise(self, obs) -> None:
+        """Move sigma so the RMS action change on ``obs`` tracks the replaced noise's RMS
+        (scaled like that noise by ``noise_scale``: annealing, Ape-X per-worker scales)."""
+        with self.lock, torch.no_grad():
+            features = self.model.features(torch.as_tensor(np.asarray(obs)))
+            clean = self.model.action(features)
+            noisy = self.model.action(features, self.param_noise.network())
+            self.param_noise.adapt(rms_distance(clean, noisy),
+                                   self.noise_scale * self.param_noise_target)
 
     # --- learning ---------------------------------------------------------------------------
 

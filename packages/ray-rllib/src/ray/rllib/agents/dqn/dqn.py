@@ -20,7 +20,10 @@ weights of prioritized replay. Options:
 
 Exploration is epsilon-greedy with epsilon annealed linearly from 1 to
 ``exploration_final_eps`` over ``exploration_fraction * schedule_max_timesteps``
-steps (or Boltzmann with ``soft_q``).
+steps (or Boltzmann with ``soft_q``). With ``parameter_noise`` the policy instead
+acts greedily through a copy of the Q network with perturbed weights (Plappert et
+al. 2018; ``agents/param_noise.py``), the Q head gets layer normalisation, and
+epsilon only sets the KL the perturbation aims for.
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ from torch import nn
 from torch.nn import functional as F
 
 from ray.rllib.agents.config import algorithm_defaults, typed_view, with_common_config
+from ray.rllib.agents.param_noise import (
+    ParameterNoise,
+    ParameterNoiseMixin,
+    broadcast_param_noise_sigma,
+    epsilon_greedy_kl,
+    report_param_noise_sigma,
+    softmax_kl,
+)
 from ray.rllib.agents.trainer import Trainer
 from ray.rllib.models.catalog import ModelCatalog
 from ray.rllib.models.torch_models import _mlp
@@ -68,7 +79,8 @@ class DQNConfig:
     target_network_update_freq: int = 500  # env steps between target-network copies
     soft_q: bool = False  # Boltzmann exploration instead of epsilon-greedy
     softmax_temp: float = 1.0  # temperature of soft_q
-    parameter_noise: bool = False  # not offered: use noisy=True (raises if set)
+    parameter_noise: bool = False  # explore by perturbing the Q network's weights
+    parameter_noise_initial_stddev: float = 0.1  # its sigma before adaptation
     # === Replay ===
     buffer_size: int = 50000  # transitions kept
     prioritized_replay: bool = True  # proportional prioritized replay
@@ -205,13 +217,17 @@ class NoisyLinear(nn.Module):
         return F.linear(x, weight, self.bias_mu + self.bias_sigma * eps_out)
 
 
-def _head(in_size: int, hiddens: list, out_size: int, noisy: bool, sigma0: float) -> nn.Module:
+def _head(in_size: int, hiddens: list, out_size: int, noisy: bool, sigma0: float,
+          layer_norm: bool = False) -> nn.Module:
     layers, size = [], in_size
-    for hidden in list(hiddens) + [out_size]:
+    for hidden in hiddens:
         layers.append(NoisyLinear(size, hidden, sigma0) if noisy else nn.Linear(size, hidden))
+        if layer_norm:  # parameter noise: one sigma then suits every layer
+            layers.append(nn.LayerNorm(hidden))
         layers.append(nn.ReLU())
         size = hidden
-    return nn.Sequential(*layers[:-1])
+    layers.append(NoisyLinear(size, out_size, sigma0) if noisy else nn.Linear(size, out_size))
+    return nn.Sequential(*layers)
 
 
 class QNetwork(nn.Module):
@@ -239,9 +255,10 @@ class QNetwork(nn.Module):
         else:
             self.trunk, feature_size = _trunk(obs_space, action_space, model_config)
             self.advantage = _head(feature_size, cfg.hiddens, head_outputs, cfg.noisy,
-                                   cfg.sigma0)
+                                   cfg.sigma0, cfg.parameter_noise)
         if cfg.dueling:
-            self.value = _head(feature_size, cfg.hiddens, self.num_atoms, cfg.noisy, cfg.sigma0)
+            self.value = _head(feature_size, cfg.hiddens, self.num_atoms, cfg.noisy, cfg.sigma0,
+                               cfg.parameter_noise)
         atoms = torch.linspace(cfg.v_min, cfg.v_max, max(2, cfg.num_atoms))
         self.register_buffer("support", atoms)
 
@@ -353,8 +370,9 @@ def project_distribution(probs, rewards, discounts, support, v_min, v_max):
 # --- the policy -----------------------------------------------------------------------------
 
 
-class DQNTorchPolicy(TargetNetworkMixin, TorchPolicy):
-    """Epsilon-greedy (or Boltzmann) acting on a QNetwork; learns with ``dqn_loss``."""
+class DQNTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
+    """Epsilon-greedy, Boltzmann or parameter-noise acting on a QNetwork; learns with
+    ``dqn_loss``."""
 
     def __init__(self, observation_space, action_space, config):
         config = merge_dicts(DEFAULT_CONFIG, config)
@@ -362,9 +380,10 @@ class DQNTorchPolicy(TargetNetworkMixin, TorchPolicy):
             raise ValueError(f"DQN needs a Discrete action space, got {action_space}: use "
                              "DDPG, TD3 or SAC for continuous (Box) actions")
         cfg = typed_view(DQNConfig, config)
-        if cfg.parameter_noise:
-            raise ValueError("parameter_noise is not offered here: use noisy=True (noisy "
-                             "layers, Fortunato et al.) for learned exploration noise")
+        if cfg.parameter_noise and cfg.noisy:
+            raise ValueError("parameter_noise and noisy are two alternative kinds of "
+                             "exploration noise (perturbed weights vs. learned noisy layers): "
+                             "set only one of them")
         if cfg.num_atoms > 1 and cfg.v_min >= cfg.v_max:
             raise ValueError(f"v_min ({cfg.v_min}) must be below v_max ({cfg.v_max})")
         self.config = config
@@ -373,6 +392,8 @@ class DQNTorchPolicy(TargetNetworkMixin, TorchPolicy):
         self.target_model = copy.deepcopy(model)
         self.target_model.requires_grad_(False)
         super().__init__(observation_space, action_space, model, _loss, None, config)
+        self.param_noise = ParameterNoise(model, cfg.parameter_noise_initial_stddev) \
+            if cfg.parameter_noise else None
         steps = max(1, int(cfg.exploration_fraction * cfg.schedule_max_timesteps))
         self.exploration = PiecewiseSchedule([[0, 1.0], [steps, cfg.exploration_final_eps]])
         self.epsilon = 1.0
@@ -390,15 +411,19 @@ class DQNTorchPolicy(TargetNetworkMixin, TorchPolicy):
         explore = self.config.get("explore", True) if explore is None else explore
         with self.lock, torch.no_grad():
             obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32)
+            network = self.model
+            if explore and self.param_noise is not None:
+                self.param_noise.resample_on_new_episodes(episodes)
+                network = self.param_noise.network()
             self.model.set_noise(explore)
-            q, _ = self.model(self._input_dict(obs, None, None))
+            q, _ = network(self._input_dict(obs, None, None))
             self.model.set_noise(True)
             if explore and self.dqn_config.soft_q:
                 probs = torch.softmax(q / self.dqn_config.softmax_temp, dim=1)
                 actions = torch.multinomial(probs, 1).squeeze(1)
             else:
                 actions = q.argmax(dim=1)
-            if explore and self.epsilon > 0:
+            if explore and self.epsilon > 0 and self.param_noise is None:
                 random_actions = torch.randint(0, q.shape[1], actions.shape)
                 pick = torch.rand(actions.shape) < self.epsilon
                 actions = torch.where(pick, random_actions, actions)
@@ -414,6 +439,8 @@ class DQNTorchPolicy(TargetNetworkMixin, TorchPolicy):
         self.fixed_epsilon = self.epsilon = epsilon
 
     def postprocess_trajectory(self, sample_batch, other_agent_batches=None, episode=None):
+        if self.param_noise is not None and sample_batch.count:
+            self._adapt_param_noise(sample_batch[SampleBatch.CUR_OBS])
         if self.dqn_config.n_step > 1:
             adjust_nstep(sample_batch, self.dqn_config.n_step, self.config["gamma"])
         if self.dqn_config.worker_side_prioritization and sample_batch.count:
@@ -421,6 +448,16 @@ class DQNTorchPolicy(TargetNetworkMixin, TorchPolicy):
             sample_batch["weights"] = (np.abs(td_error) +
                                        self.dqn_config.prioritized_replay_eps).astype(np.float32)
         return sample_batch
+
+    def _adapt_param_noise(self, obs) -> None:
+        """Move sigma so KL(softmax Q || softmax Q~) on ``obs`` tracks eps-greedy's KL."""
+        with self.lock, torch.no_grad():
+            input_dict = self._input_dict(torch.as_tensor(np.asarray(obs), dtype=torch.float32),
+                                          None, None)
+            q, _ = self.model(input_dict)
+            q_perturbed, _ = self.param_noise.network()(input_dict)
+            self.param_noise.adapt(softmax_kl(q, q_perturbed),
+                                   epsilon_greedy_kl(self.epsilon, q.shape[1]))
 
     def compute_td_error(self, batch) -> np.ndarray:
         with self.lock, torch.no_grad():
@@ -522,6 +559,17 @@ class DQNTrainer(Trainer):
         tau = self.config.get("tau")  # DDPG/SAC move targets by tau; DQN copies them
         self.workers.local_worker().foreach_trainable_policy(lambda p, _pid: p.update_target(tau))
         self.last_target_update = self.steps_sampled
+
+    def _train(self) -> dict:
+        result = super()._train()
+        if self.config.get("parameter_noise"):  # SAC shares this trainer, without it
+            report_param_noise_sigma(self.workers, result["info"]["learner"])
+        return result
+
+    def _restore(self, checkpoint_path):
+        super()._restore(checkpoint_path)
+        if self.config.get("parameter_noise"):
+            broadcast_param_noise_sigma(self.workers)
 
     def _stop(self):
         if hasattr(self, "optimizer"):
