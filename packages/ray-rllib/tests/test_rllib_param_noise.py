@@ -19,6 +19,7 @@ from ray.rllib.agents.ddpg.ddpg import DDPGTorchPolicy, param_noise_target_rms
 from ray.rllib.agents.dqn import DQNTrainer
 from ray.rllib.agents.dqn.dqn import DQNTorchPolicy
 from ray.rllib.agents.param_noise import (
+    ADAPTATION_WINDOW,
     ParameterNoise,
     adapt_sigma,
     epsilon_greedy_kl,
@@ -132,6 +133,16 @@ def test_adaptation_settles_sigma_where_the_distance_meets_the_target():
             noise.adapt(rms_distance(clean, noise.network()(states)), target=0.5)
         distance = rms_distance(clean, noise.network()(states))
     assert distance == pytest.approx(0.5, rel=0.03)
+
+
+def test_distance_is_measured_on_the_last_64_states_sampled():
+    noise = ParameterNoise(_net())
+    first = noise.measurement_states(np.zeros((1, 8)))
+    assert first.shape == (1, 8)
+    for i in range(1, 100):
+        window = noise.measurement_states(np.full((1, 8), float(i)))
+    assert window.shape == (ADAPTATION_WINDOW, 8)
+    assert np.array_equal(window[:, 0], np.arange(100 - ADAPTATION_WINDOW, 100))
 
 
 def test_a_non_positive_initial_sigma_is_refused():

@@ -10,7 +10,9 @@ learning within an episode while its noise direction ``eps`` stays fixed (the
 episode explores consistently). Layer-norm gains and biases are left alone (the
 method relies on layer normalisation to make one ``sigma`` fit every layer).
 
-``sigma`` adapts after every sampled fragment, measured on that fragment's states:
+``sigma`` adapts after every sampled fragment, measured on the last 64 states sampled
+(a fragment can be a single state, and a one-state distance would make sigma settle
+where the *median* state's distance meets the target, not the typical distance):
 
     sigma <- sigma * 1.01   if d(pi, pi~) <= delta
     sigma <- sigma / 1.01   otherwise
@@ -27,6 +29,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -34,6 +37,7 @@ import ray
 
 INITIAL_SIGMA = 0.1  # sigma before any adaptation (it moves by 1% per sampled fragment)
 ADAPTATION_FACTOR = 1.01  # Plappert et al.'s alpha
+ADAPTATION_WINDOW = 64  # the distance is measured on this many recent states
 
 
 def adapt_sigma(sigma: float, distance: float, target: float,
@@ -83,6 +87,7 @@ class ParameterNoise:
         self._noisy_source = [self._source[i] for i in noisy]
         self._noisy_copy = [self._copy[i] for i in noisy]
         self._noise: list[torch.Tensor] = []
+        self._recent_states: np.ndarray | None = None
         self.resample()
 
     def resample(self) -> None:
@@ -103,6 +108,15 @@ class ParameterNoise:
                 torch._foreach_copy_(self._copy_buffers, self._source_buffers)
             torch._foreach_add_(self._noisy_copy, self._noise, alpha=self.sigma)
         return self.perturbed
+
+    def measurement_states(self, states) -> np.ndarray:
+        """``states`` appended to the recent ones: the last ``ADAPTATION_WINDOW`` rows."""
+        states = np.asarray(states)
+        recent = self._recent_states
+        if recent is not None and recent.shape[1:] == states.shape[1:]:
+            states = np.concatenate([recent, states])
+        self._recent_states = states[-ADAPTATION_WINDOW:]
+        return self._recent_states
 
     def adapt(self, distance: float, target: float) -> None:
         self.sigma = adapt_sigma(self.sigma, distance, target)
@@ -180,6 +194,6 @@ def _set_sigma(policy, sigma: float) -> None:
         policy.param_noise.sigma = sigma
 
 
-__all__ = ["ADAPTATION_FACTOR", "INITIAL_SIGMA", "ParameterNoise", "ParameterNoiseMixin",
+__all__ = ["ADAPTATION_FACTOR", "ADAPTATION_WINDOW", "INITIAL_SIGMA", "ParameterNoise", "ParameterNoiseMixin",
            "adapt_sigma", "broadcast_param_noise_sigma", "epsilon_greedy_kl",
            "report_param_noise_sigma", "rms_distance", "softmax_kl"]

@@ -340,10 +340,12 @@ class DDPGTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
         return sample_batch
 
     def _adapt_param_noise(self, obs) -> None:
-        """Move sigma so the RMS action change on ``obs`` tracks the replaced noise's RMS
-        (scaled like that noise by ``noise_scale``: annealing, Ape-X per-worker scales)."""
+        """Move sigma so the RMS action change on the recent states (``obs`` and the ones
+        before) tracks the replaced noise's RMS (scaled like that noise by
+        ``noise_scale``: annealing, Ape-X per-worker scales)."""
         with self.lock, torch.no_grad():
-            features = self.model.features(torch.as_tensor(np.asarray(obs)))
+            states = self.param_noise.measurement_states(obs)
+            features = self.model.features(torch.as_tensor(states))
             clean = self.model.action(features)
             noisy = self.model.action(features, self.param_noise.network())
             self.param_noise.adapt(rms_distance(clean, noisy),

@@ -450,9 +450,11 @@ class DQNTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
         return sample_batch
 
     def _adapt_param_noise(self, obs) -> None:
-        """Move sigma so KL(softmax Q || softmax Q~) on ``obs`` tracks eps-greedy's KL."""
+        """Move sigma so KL(softmax Q || softmax Q~) on the recent states (``obs`` and the
+        ones before) tracks eps-greedy's KL."""
         with self.lock, torch.no_grad():
-            input_dict = self._input_dict(torch.as_tensor(np.asarray(obs), dtype=torch.float32),
+            states = self.param_noise.measurement_states(obs)
+            input_dict = self._input_dict(torch.as_tensor(states, dtype=torch.float32),
                                           None, None)
             q, _ = self.model(input_dict)
             q_perturbed, _ = self.param_noise.network()(input_dict)
