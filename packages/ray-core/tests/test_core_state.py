@@ -49,6 +49,16 @@ def test_flush_ships_batches_trims_the_gcs_list_and_reports_drops():
     assert profiling.flush(gcs, buffer, "10.0.0.1", "worker:ab") == 0
 
 
+def test_a_custom_span_with_unpackable_extra_data_is_kept_with_printable_values():
+    gcs = InMemoryGcs()
+    buffer = profiling.EventBuffer(capacity=10)
+    buffer.append(("custom", "mine", 1.0, 2.0, 7, {"obj": object(), "n": 3, "s": "x"}))
+    profiling.flush(gcs, buffer, "10.0.0.1", "worker:ab")
+    (event,) = profiling.decode_batches(gcs.lrange(keys.PROFILE_EVENTS))
+    assert event["extra"]["obj"].startswith("<object object at")
+    assert (event["extra"]["n"], event["extra"]["s"]) == (3, "x")
+
+
 def test_execution_spans_carry_the_owners_submit_time_and_dependencies():
     gcs = InMemoryGcs()
     buffer = profiling.EventBuffer(capacity=10)

@@ -1,14 +1,15 @@
 """Profile events: a bounded per-process buffer and its batched flush to the GCS.
 
-Every process (driver, worker, raylet) records spans as plain tuples
-``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer``. ``extra``
+Every process (driver, worker, raylet) records spans
+``(event_type, name, start_s, end_s, pid, extra)`` into an ``EventBuffer``, which
+packs each one at once (see its docstring for why). ``extra``
 is a dict, or one of two compact per-task forms that keep the hot path free of dict
 building: a task id's bytes (``{"task_id": ...}``), or, for an execution span,
-``(task_id, submitted_s, dep_ids)`` (a tuple: it leaves the GC's lists; the owner stamps the submission time into the
+``(task_id, submitted_s, dep_ids)`` (the owner stamps the submission time into the
 task spec, so owners record nothing per task; the timeline's scheduling phase runs
 from ``submitted_s`` to the span's start, and ``dep_ids`` draw its arrows); a
 periodic flush ships them to the GCS list ``ray:profile_events`` in batches of
-at most ``batch_events`` tuples, one ``[node_ip, component, events]`` msgpack
+at most ``batch_events`` events, one ``[node_ip, component, events]`` msgpack
 record per batch. Memory stays bounded at both ends: the buffer holds at most
 ``capacity`` events between flushes (later ones are counted as dropped, and the
 count is reported as a ``profile:dropped`` event so the timeline says so), and
@@ -30,9 +31,16 @@ DROPPED_EVENT = "profile:dropped"
 
 
 class EventBuffer:
-    """A bounded list of event tuples, safe to append from any thread."""
+    """A bounded list of events, each packed (msgpack) the moment it is recorded.
 
-    __slots__ = ("capacity", "dropped", "pid", "_events", "_lock")
+    Packed at once rather than kept as tuples until the flush: a bytes object is
+    not tracked by the cycle collector, while thousands of buffered tuples per flush
+    period triggered a young-generation collection every few hundred tasks (measured
+    ~1 us of extra CPU per no-op task in workers). Safe to use from any thread: the
+    shared ``Packer`` packs plain values (str, bytes, numbers, tuples, dicts) in one
+    C call that never releases the GIL, and ``list.append`` is atomic."""
+
+    __slots__ = ("capacity", "dropped", "pid", "_events", "_lock", "_pack")
 
     def __init__(self, capacity: int):
         if capacity < 1:
@@ -40,28 +48,30 @@ class EventBuffer:
         self.capacity = capacity
         self.dropped = 0
         self.pid = os.getpid()  # cached: getpid is a system call, spans are per task
-        self._events: list = []
+        self._events: list[bytes] = []
         self._lock = threading.Lock()
+        self._pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
     def append(self, event: tuple) -> None:
-        # list.append is atomic under the GIL; the length check may race by a few
-        # events, which only makes the bound approximate by the number of threads.
+        """Add one ``(event_type, name, start, end, pid, extra)`` tuple."""
+        # The length check may race by a few events between threads, which only makes
+        # the bound approximate by the number of threads.
         if len(self._events) < self.capacity:
-            self._events.append(event)
+            try:
+                packed = self._pack(event)
+            except (TypeError, ValueError, OverflowError):  # a user's extra_data value
+                packed = self._pack(event[:5] + (_printable(event[5]),))
+            self._events.append(packed)
         else:
             self.dropped += 1
 
     def record(self, event_type: str, name: str, start: float, extra=None, end: float | None = None):
-        """Append one span ending now (or at ``end``); the cheap form of ``Span``."""
-        events = self._events
-        if len(events) < self.capacity:
-            events.append((event_type, name, start, time.time() if end is None else end,
-                           self.pid, extra))
-        else:
-            self.dropped += 1
+        """Add one span ending now (or at ``end``); the cheap form of ``Span``."""
+        self.append((event_type, name, start, time.time() if end is None else end,
+                     self.pid, extra))
 
-    def drain(self) -> tuple[list, int]:
-        """Take every buffered event and the number dropped since the last drain."""
+    def drain(self) -> tuple[list[bytes], int]:
+        """Take every buffered (packed) event and the number dropped since the last drain."""
         with self._lock:
             events, self._events = self._events, []
             dropped, self.dropped = self.dropped, 0
@@ -69,6 +79,13 @@ class EventBuffer:
 
     def __len__(self) -> int:
         return len(self._events)
+
+
+def _printable(extra):
+    if isinstance(extra, dict):
+        return {str(k): v if isinstance(v, str | int | float | bool | bytes | None) else repr(v)
+                for k, v in extra.items()}
+    return repr(extra)
 
 
 class Span:
@@ -130,15 +147,23 @@ def flush(gcs, buffer: EventBuffer, node_ip: str, component: str, *,
     events, dropped = buffer.drain()
     if dropped:
         now = time.time()
-        events.append((DROPPED_EVENT, f"{dropped} events dropped", now, now, os.getpid(),
+        buffer.append((DROPPED_EVENT, f"{dropped} events dropped", now, now, buffer.pid,
                        {"dropped": dropped}))
+        more, _ = buffer.drain()
+        events.extend(more)
     for i in range(0, len(events), batch_events):
+        chunk = events[i:i + batch_events]
+        # The record [node_ip, component, [event, ...]] around events packed already.
+        header = _HEADER.pack_array_header(3) + _HEADER.pack(node_ip) + _HEADER.pack(component)
         gcs.sharded_rpush(
             keys.PROFILE_EVENTS,
-            msgpack.packb([node_ip, component, events[i:i + batch_events]], use_bin_type=True),
+            header + _HEADER.pack_array_header(len(chunk)) + b"".join(chunk),
             max_len=max_batches,
         )
     return len(events)
+
+
+_HEADER = msgpack.Packer(use_bin_type=True, autoreset=True)
 
 
 def decode_batches(raw_batches) -> list[dict]:
