@@ -16,7 +16,7 @@ from torch import nn
 import ray
 from ray.rllib.agents.ddpg import DDPGTrainer, TD3Trainer
 from ray.rllib.agents.ddpg.ddpg import DDPGTorchPolicy, param_noise_target_rms
-from ray.rllib.agents.dqn import DQNTrainer
+from ray.rllib.agents.dqn import ApexTrainer, DQNTrainer
 from ray.rllib.agents.dqn.dqn import DQNTorchPolicy
 from ray.rllib.agents.param_noise import (
     ADAPTATION_WINDOW,
@@ -354,3 +354,22 @@ def test_remote_workers_sigma_is_reported_checkpointed_and_restored(ray_start_2_
         assert _remote_sigma(restored) == sigma
     finally:
         restored.stop()
+
+
+def test_ape_x_workers_adapt_sigma_to_their_own_epsilon(ray_start_2_cpus):
+    config = dict(TINY_DQN, num_workers=2, sample_batch_size=20, buffer_size=5000,
+                  optimizer={"num_replay_buffer_shards": 1})
+    trainer = ApexTrainer(env="CartPole-v1", config=config)
+    try:
+        result = trainer.train()
+        sigmas = ray.get([w.for_policy.remote(lambda p: (p.epsilon, p.param_noise.sigma))
+                          for w in trainer.workers.remote_workers()])
+        (eps_1, sigma_1), (eps_2, sigma_2) = sigmas
+        assert (eps_1, eps_2) == pytest.approx((0.4, 0.4 ** 8))
+        # Worker 1 aims at eps-greedy's KL for eps 0.4 (0.22), worker 2 at 0.0003.
+        assert sigma_1 > 0.1 > sigma_2
+        # The report is their mean when train() returned; they kept sampling since (Ape-X
+        # samples asynchronously), moving further apart.
+        assert sigma_2 < _sigma(result) < sigma_1
+    finally:
+        trainer.stop()
