@@ -183,16 +183,10 @@ def test_skopt_evaluated_rewards_are_told_not_rerun():
 
 
 def test_missing_optional_library_names_the_pip_package(monkeypatch):
-    import builtins
+    import sys
 
-    real_import = builtins.__import__
-
-    def no_ax(name, *args, **kwargs):
-        if name == "ax" or name.startswith("ax."):
-            raise ImportError("No module named 'ax'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ax)
+    # A None entry in sys.modules makes `import ax` raise ImportError, installed or not.
+    monkeypatch.setitem(sys.modules, "ax", None)
     from ray.tune.suggest.ax import AxSearch
 
     with pytest.raises(ImportError, match="pip install ax-platform"):
