@@ -24,7 +24,11 @@ def easy_objective(config, reporter):
 
 
 def main(smoke_test: bool = False, local_dir: str | None = None):
-    import nevergrad as ng
+    try:
+        import nevergrad as ng
+    except ImportError as exc:
+        raise SystemExit(f"nevergrad_example needs nevergrad, which is not installed ({exc}): "
+                         "pip install nevergrad") from exc
 
     instrumentation = ng.p.Instrumentation(
         height=ng.p.Scalar(lower=-100, upper=100), width=ng.p.Scalar(lower=0, upper=20)
