@@ -5,11 +5,18 @@ one result to `train()` and then blocks until that result was taken, so the func
 at most one report ahead of Tune and can be stopped between reports (the blocked
 `reporter` call raises `StopIteration`). A function that returns right after a report
 has that report marked `done` (no extra, empty training iteration).
+
+Checkpoints (Ray 2.x): `train.report(metrics, checkpoint=Checkpoint)` copies the
+directory into the trial directory as `checkpoint_<iteration>` and adds its name to the
+result (`checkpoint_dir_name`). Saving the trainable (pause, PBT, `checkpoint_freq`)
+saves the latest such directory; restoring restarts the function, and
+`train.get_checkpoint()` returns what was restored (None on a fresh start).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import queue
 import threading
 import time
@@ -17,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ray.tune import result as R
+from ray.tune.checkpoint import Checkpoint, copy_checkpoint_dir
 from ray.tune.error import TuneError
 from ray.tune.trainable import Trainable
 
@@ -28,6 +36,8 @@ _LOOKAHEAD_S = 0.005
 # the user's function starts itself.
 _thread_state = threading.local()
 _current_reporter: StatusReporter | None = None
+_current_runner: FunctionRunner | None = None
+CHECKPOINT_DIR_NAME = "checkpoint_dir_name"
 
 
 class _Finished:
@@ -40,9 +50,15 @@ class _Finished:
 class StatusReporter:
     """The `reporter` passed to a trainable function: `reporter(mean_accuracy=0.9)`."""
 
-    def __init__(self, result_queue: queue.Queue, continue_semaphore: threading.Semaphore):
+    def __init__(
+        self,
+        result_queue: queue.Queue,
+        continue_semaphore: threading.Semaphore,
+        persist_checkpoint: Callable[[Checkpoint], str] | None = None,
+    ):
         self._queue = result_queue
         self._continue = continue_semaphore
+        self._persist_checkpoint = persist_checkpoint
         self._stopped = False
         self._last_result: dict = {}
 
@@ -50,7 +66,16 @@ class StatusReporter:
         if self._stopped:
             raise StopIteration("the trial was stopped")
         metrics = dict(args[0]) if args else {}
+        checkpoint = kwargs.get("checkpoint")
+        if isinstance(checkpoint, Checkpoint):
+            del kwargs["checkpoint"]
+        else:
+            checkpoint = None  # a metric that happens to be named "checkpoint"
         metrics.update(kwargs)
+        if checkpoint is not None:
+            if self._persist_checkpoint is None:
+                raise TuneError("this reporter cannot take checkpoints")
+            metrics[CHECKPOINT_DIR_NAME] = self._persist_checkpoint(checkpoint)
         self._last_result = metrics
         self._queue.put(metrics)
         self._continue.acquire()
@@ -69,18 +94,38 @@ class FunctionRunner(Trainable):
     _pass_reporter = True
 
     def _setup(self, config: dict) -> None:
+        self._start_fresh()
+        self._latest_checkpoint: str | None = None  # a directory in the trial's logdir
+        self._restored_checkpoint: Checkpoint | None = None
+
+    def _start_fresh(self) -> None:
         self._queue: queue.Queue = queue.Queue()
         self._continue = threading.Semaphore(0)
-        self._reporter = StatusReporter(self._queue, self._continue)
+        self._reporter = StatusReporter(self._queue, self._continue, self._persist)
         self._thread: threading.Thread | None = None
         self._finished: _Finished | None = None
         self._pending: dict | _Finished | None = None
         self._last_metrics: dict = {}
+        self._reports = 0
+
+    def _persist(self, checkpoint: Checkpoint) -> str:
+        """Runs in the function's thread, inside `report`: the copy is done when it returns."""
+        # This report's result will carry training_iteration = iteration + reports so far.
+        self._reports += 1
+        name = f"checkpoint_{self._iteration_at_start + self._reports:06d}"
+        target = os.path.join(self._logdir, name)
+        copy_checkpoint_dir(checkpoint.path, target)
+        # With metadata, Tune can restore the trial from this directory directly
+        # (experiment resume, `Tuner.restore`).
+        self._write_metadata(target, self._iteration_at_start + self._reports, saved_as_dict=False)
+        return name
 
     def _run(self) -> None:
-        global _current_reporter
+        global _current_reporter, _current_runner
         _current_reporter = self._reporter
+        _current_runner = self
         _thread_state.reporter = self._reporter
+        _thread_state.runner = self
         try:
             if self._pass_reporter:
                 value = type(self)._function(self.config, self._reporter)
@@ -96,6 +141,7 @@ class FunctionRunner(Trainable):
 
     def _train(self) -> dict:
         if self._thread is None:
+            self._iteration_at_start = self._iteration
             self._thread = threading.Thread(target=self._run, name="tune-function", daemon=True)
             self._thread.start()
         if self._finished is not None:  # ended right after the last result (merged done)
@@ -106,6 +152,9 @@ class FunctionRunner(Trainable):
         if isinstance(item, _Finished):
             return self._final_result(item)
         self._last_metrics = item
+        if CHECKPOINT_DIR_NAME in item:
+            # What Tune has seen (the function may already have made its next one).
+            self._latest_checkpoint = os.path.join(self._logdir, item[CHECKPOINT_DIR_NAME])
         # Let the function run ahead to its next report. If it returns at once (the
         # common case for short objectives), this result is the last one: mark it done
         # now instead of spending another training call on an empty final result.
@@ -132,6 +181,11 @@ class FunctionRunner(Trainable):
         results = [self.train()]
         while (
             self._pending is not None
+            # An error goes out in the next call: the results before it must reach Tune.
+            and not (isinstance(self._pending, _Finished) and self._pending.error is not None)
+            # A checkpoint ends a batch, so that a save Tune asks for after this result
+            # (pause, PBT) saves this checkpoint, not one the function made later.
+            and CHECKPOINT_DIR_NAME not in results[-1]
             and not results[-1].get(R.DONE)
             and len(results) < max_results
             and time.monotonic() < deadline
@@ -166,10 +220,24 @@ class FunctionRunner(Trainable):
         return True
 
     def _save(self, checkpoint_dir: str):
-        raise NotImplementedError(
-            "function trainables cannot be checkpointed (the function never returns control); "
-            "use a Trainable subclass with _save/_restore for checkpoint_freq, HyperBand or PBT"
-        )
+        """The latest reported checkpoint; a function that reported none restarts from scratch."""
+        if self._latest_checkpoint is None:
+            return {"function_checkpoint": None}
+        copy_checkpoint_dir(self._latest_checkpoint, checkpoint_dir)
+        return None
+
+    def _restore(self, checkpoint) -> None:
+        self._stop_thread()
+        self._start_fresh()
+        self._restored_checkpoint = None
+        self._latest_checkpoint = None
+        if isinstance(checkpoint, str):
+            # Keep a copy of our own: a checkpoint from another process (PBT, pausing)
+            # arrives in a temporary directory that is deleted after this call.
+            target = os.path.join(self._logdir, f"checkpoint_{self._iteration:06d}")
+            copy_checkpoint_dir(checkpoint, target)
+            self._latest_checkpoint = target
+            self._restored_checkpoint = Checkpoint(target)
 
 
 def wrap_function(train_func: Callable) -> type[FunctionRunner]:
@@ -197,11 +265,20 @@ def wrap_function(train_func: Callable) -> type[FunctionRunner]:
 
 
 def report(*args: dict, **metrics: Any) -> None:
-    """Reports metrics from inside a function trainable (`tune.report(loss=0.1)`)."""
+    """Reports metrics from inside a function trainable.
+
+    Both spellings: `tune.report(loss=0.1)` (0.7) and `train.report({"loss": 0.1},
+    checkpoint=Checkpoint.from_directory(d))` (Ray 2.x).
+    """
     reporter = getattr(_thread_state, "reporter", None) or _current_reporter
     if reporter is None:
         raise TuneError(
-            "tune.report()/tune.track.log() was called outside a Tune trial; call it from a "
-            "function passed to tune.run()"
+            "tune.report()/train.report()/tune.track.log() was called outside a Tune trial; "
+            "call it from a function passed to tune.run() or tune.Tuner()"
         )
     reporter(*args, **metrics)
+
+
+def current_runner() -> FunctionRunner | None:
+    """The FunctionRunner whose function runs in this thread (None outside a trial)."""
+    return getattr(_thread_state, "runner", None) or _current_runner

@@ -18,8 +18,10 @@ from ray.tune.trial import Checkpoint, Trial
 
 
 class _LogdirCreator:
-    def __init__(self, logdir: str):
+    def __init__(self, logdir: str, trial_id: str | None = None, trial_name: str | None = None):
         self.logdir = logdir
+        self.trial_id = trial_id
+        self.trial_name = trial_name
 
     def __call__(self, config):
         from ray.tune.logger import NoopLogger
@@ -56,7 +58,7 @@ class LocalTrialExecutor:
                 )
             elif isinstance(action, C.RestoreTrial):
                 trainable = self._trainables[trial.trial_id]
-                if not trainable.reset_trial(action.config, trial.logdir):
+                if not trainable.reset_trial(action.config, trial.logdir, trial.trial_id, str(trial)):
                     trainable.stop()
                     self._start(trial, None)
                     trainable = self._trainables[trial.trial_id]
@@ -92,13 +94,14 @@ class LocalTrialExecutor:
         trainable = None
         if self.reuse_actors and self._cached.get(key):
             trainable = self._cached[key].pop()
-            if not trainable.reset_trial(trial.config, trial.logdir):
+            if not trainable.reset_trial(trial.config, trial.logdir, trial.trial_id, str(trial)):
                 trainable.stop()
                 trainable = None
         if trainable is None:
             os.makedirs(trial.logdir, exist_ok=True)
             cls = get_trainable_cls(trial.trainable_name)
-            trainable = cls(trial.config, logger_creator=_LogdirCreator(trial.logdir))
+            creator = _LogdirCreator(trial.logdir, trial.trial_id, str(trial))
+            trainable = cls(trial.config, logger_creator=creator)
             self.started += 1
         self._trainables[trial.trial_id] = trainable
         if checkpoint is not None:

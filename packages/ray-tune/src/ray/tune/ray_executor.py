@@ -30,8 +30,10 @@ logger = logging.getLogger(__name__)
 class _LogdirCreator:
     """Picklable logger_creator: the actor's Trainable writes checkpoints into the trial logdir."""
 
-    def __init__(self, logdir: str):
+    def __init__(self, logdir: str, trial_id: str | None = None, trial_name: str | None = None):
         self.logdir = logdir
+        self.trial_id = trial_id  # read by Trainable (and ray.train.get_context())
+        self.trial_name = trial_name
 
     def __call__(self, config: dict) -> NoopLogger:
         return NoopLogger(config, self.logdir)
@@ -129,7 +131,7 @@ class RayTrialExecutor:
         actor = None
         if self.reuse_actors and self._cached.get(key):
             actor = self._cached[key].pop()
-            reset = actor.reset_trial.remote(trial.config, trial.logdir)
+            reset = actor.reset_trial.remote(trial.config, trial.logdir, trial.trial_id, str(trial))
             # Function trainables always reset: no need to wait for the answer (the
             # actor runs calls in order). Other classes may refuse: ask first.
             if not issubclass(cls, FunctionRunner) and not ray.get(reset):
@@ -142,7 +144,9 @@ class RayTrialExecutor:
             if r.custom_resources:
                 options["resources"] = dict(r.custom_resources)
             actor = _remote_class(cls).options(**options).remote(
-                trial.config, logger_creator=_LogdirCreator(trial.logdir), hide_gpus=r.gpu == 0
+                trial.config,
+                logger_creator=_LogdirCreator(trial.logdir, trial.trial_id, str(trial)),
+                hide_gpus=r.gpu == 0,
             )
         self._actors[trial.trial_id] = actor
         if checkpoint is not None:
@@ -156,7 +160,7 @@ class RayTrialExecutor:
         checkpoint = source.checkpoint
         if checkpoint is None:
             return
-        if not ray.get(actor.reset_trial.remote(config, trial.logdir)):
+        if not ray.get(actor.reset_trial.remote(config, trial.logdir, trial.trial_id, str(trial))):
             # The trainable cannot reset in place: replace its actor.
             self._drop(trial)
             self._start(trial, None)

@@ -1,4 +1,9 @@
-"""The class API: subclass `Trainable` and implement `_setup/_train/_save/_restore`.
+"""The class API: subclass `Trainable` and implement `setup/step/save_checkpoint/load_checkpoint`.
+
+Both method families work: today's names (Ray 2.x: `setup`, `step`, `save_checkpoint`,
+`load_checkpoint`, `cleanup`) and the 0.7 names (`_setup`, `_train`, `_save`, `_restore`,
+`_stop`). The framework calls the new names; their defaults call the old ones, so a
+subclass overriding either family works.
 
 `train()` wraps `_train()` and fills in the bookkeeping fields (`training_iteration`,
 `time_total_s`, `timesteps_total`, `experiment_id`, `date`, ...). A checkpoint is a
@@ -56,7 +61,9 @@ class Trainable:
             self._owns_logdir = True
         self._hostname = socket.gethostname()
         self._node_ip = _node_ip()
-        self._setup(self.config)
+        self._trial_id = getattr(logger_creator, "trial_id", None)
+        self._trial_name = getattr(logger_creator, "trial_name", None)
+        self._hook("setup", "_setup")(self.config)
 
     # -- hooks for subclasses -------------------------------------------------
     @classmethod
@@ -68,20 +75,48 @@ class Trainable:
     def resource_help(cls, config: dict) -> str:
         return ""
 
+    # Today's names (Ray 2.x); each defaults to its 0.7 counterpart below.
+    def setup(self, config: dict) -> None:
+        self._setup(config)
+
+    def step(self) -> dict:
+        return self._train()
+
+    def save_checkpoint(self, checkpoint_dir: str) -> str | dict | None:
+        """Writes state into `checkpoint_dir`; returns None/the dir, a file in it, or a dict."""
+        return self._save(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint: str | dict) -> None:
+        """Gets what `save_checkpoint` returned: the directory (or file path), or the dict."""
+        self._restore(checkpoint)
+
+    def cleanup(self) -> None:
+        self._stop()
+
+    def log_result(self, result: dict) -> None:
+        self._log_result(result)
+
+    def export_model_files(self, export_formats: list, export_dir: str) -> dict:
+        return self._export_model(export_formats, export_dir)
+
+    # The 0.7 names.
     def _setup(self, config: dict) -> None:
         pass
 
     def _train(self) -> dict:
-        raise NotImplementedError(f"{type(self).__name__} must implement _train()")
+        raise NotImplementedError(f"{type(self).__name__} must implement step() (or _train())")
 
     def _save(self, checkpoint_dir: str) -> str | dict:
         raise NotImplementedError(
-            f"{type(self).__name__} is not checkpointable: implement _save() and _restore() "
+            f"{type(self).__name__} is not checkpointable: implement save_checkpoint() and "
+            "load_checkpoint() (or the 0.7 names _save() and _restore()) "
             "(needed for checkpoint_freq, HyperBand, PBT and pausing)"
         )
 
     def _restore(self, checkpoint: str | dict) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement _restore()")
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement load_checkpoint() (or _restore())"
+        )
 
     def _log_result(self, result: dict) -> None:
         pass
@@ -92,6 +127,19 @@ class Trainable:
     def _export_model(self, export_formats: list, export_dir: str) -> dict:
         return {}
 
+    def _hook(self, new: str, old: str):
+        """The subclass's `new`-named method if it defines one, else its `old`-named one.
+
+        Looked up on the class, not the instance: 0.7 code often keeps state in
+        attributes such as `self.step`, which must not hide the method.
+        """
+        for cls in type(self).__mro__:
+            if cls is Trainable:
+                break
+            if new in cls.__dict__:
+                return cls.__dict__[new].__get__(self, type(self))
+        return getattr(self, old)
+
     # -- public API -------------------------------------------------------------
     @property
     def logdir(self) -> str:
@@ -101,15 +149,27 @@ class Trainable:
     def iteration(self) -> int:
         return self._iteration
 
+    @property
+    def trial_dir(self) -> str:
+        return self._logdir
+
+    @property
+    def trial_id(self) -> str:
+        return self._trial_id or "default"
+
+    @property
+    def trial_name(self) -> str:
+        return self._trial_name or "default"
+
     def get_config(self) -> dict:
         return self.config
 
     def train(self) -> dict:
-        """Runs one logical iteration of `_train()` and returns the filled-in result."""
+        """Runs one logical iteration of `step()` and returns the filled-in result."""
         start = time.time()
-        result = self._train()
+        result = self._hook("step", "_train")()
         if not isinstance(result, dict):
-            raise TypeError(f"{type(self).__name__}._train() must return a dict, got {result!r}")
+            raise TypeError(f"{type(self).__name__}.step() must return a dict, got {result!r}")
         result = dict(result)
         self._iteration += 1
         self._iterations_since_restore += 1
@@ -144,7 +204,7 @@ class Trainable:
                 R.ITERATIONS_SINCE_RESTORE: self._iterations_since_restore,
             }
         )
-        self._log_result(result)
+        self._hook("log_result", "_log_result")(result)
         return result
 
     def save(self, checkpoint_dir: str | None = None) -> str:
@@ -152,35 +212,43 @@ class Trainable:
         base = checkpoint_dir or self._logdir
         checkpoint_dir = os.path.join(base, f"checkpoint_{self._iteration}")
         os.makedirs(checkpoint_dir, exist_ok=True)
-        saved = self._save(checkpoint_dir)
-        if isinstance(saved, str):
-            if not saved.startswith(checkpoint_dir):
+        saved = self._hook("save_checkpoint", "_save")(checkpoint_dir)
+        if saved is None:  # Ray 2.x: the state is the directory itself
+            checkpoint_path = checkpoint_dir
+        elif isinstance(saved, str):
+            if not os.path.abspath(saved).startswith(os.path.abspath(checkpoint_dir)):
                 raise ValueError(
-                    f"_save() returned {saved!r}, which is outside the checkpoint "
+                    f"save_checkpoint() returned {saved!r}, which is outside the checkpoint "
                     f"directory {checkpoint_dir!r} it was given"
                 )
-            checkpoint_path = saved
+            checkpoint_path = saved.rstrip(os.sep) if os.path.isdir(saved) else saved
         elif isinstance(saved, dict):
             checkpoint_path = os.path.join(checkpoint_dir, "checkpoint")
             with open(checkpoint_path, "wb") as f:
                 pickle.dump(saved, f)
         else:
-            raise TypeError(f"_save() must return a path (str) or a dict, got {saved!r}")
+            raise TypeError(
+                f"save_checkpoint() must return None, a path (str) or a dict, got {saved!r}"
+            )
+        self._write_metadata(checkpoint_path, self._iteration, saved_as_dict=isinstance(saved, dict))
+        return checkpoint_path
+
+    def _write_metadata(self, checkpoint_path: str, iteration: int, saved_as_dict: bool) -> None:
+        """The counters `restore()` continues from, stored beside (or in) the checkpoint."""
         metadata = {
             "experiment_id": self._experiment_id,
-            "iteration": self._iteration,
+            "iteration": iteration,
             "timesteps_total": self._timesteps_total,
             "time_total": self._time_total,
             "episodes_total": self._episodes_total,
-            "saved_as_dict": isinstance(saved, dict),
+            "saved_as_dict": saved_as_dict,
         }
-        with open(checkpoint_path + _META_SUFFIX, "wb") as f:
+        with open(_meta_path(checkpoint_path), "wb") as f:
             pickle.dump(metadata, f)
-        return checkpoint_path
 
     def restore(self, checkpoint_path: str) -> None:
         """Restores from a path returned by `save()`; counters continue from the checkpoint."""
-        with open(checkpoint_path + _META_SUFFIX, "rb") as f:
+        with open(_meta_path(checkpoint_path), "rb") as f:
             metadata = pickle.load(f)
         self._experiment_id = metadata["experiment_id"]
         self._iteration = metadata["iteration"]
@@ -189,9 +257,9 @@ class Trainable:
         self._episodes_total = metadata["episodes_total"]
         if metadata["saved_as_dict"]:
             with open(checkpoint_path, "rb") as f:
-                self._restore(pickle.load(f))
+                self._hook("load_checkpoint", "_restore")(pickle.load(f))
         else:
-            self._restore(checkpoint_path)
+            self._hook("load_checkpoint", "_restore")(checkpoint_path)
         self._restored = True
         self._time_since_restore = 0.0
         self._timesteps_since_restore = 0
@@ -203,7 +271,7 @@ class Trainable:
         try:
             path = self.save(tmpdir)
             buffer = io.BytesIO()
-            checkpoint_dir = os.path.dirname(path)
+            checkpoint_dir = path if os.path.isdir(path) else os.path.dirname(path)
             with tarfile.open(fileobj=buffer, mode="w") as tar:
                 tar.add(checkpoint_dir, arcname="checkpoint")
             relpath = os.path.relpath(path, checkpoint_dir)
@@ -218,7 +286,7 @@ class Trainable:
         try:
             with tarfile.open(fileobj=io.BytesIO(data["tar"]), mode="r") as tar:
                 tar.extractall(tmpdir, filter="data")
-            self.restore(os.path.join(tmpdir, "checkpoint", data["relpath"]))
+            self.restore(os.path.normpath(os.path.join(tmpdir, "checkpoint", data["relpath"])))
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
@@ -232,7 +300,7 @@ class Trainable:
         export_dir = export_dir or self._logdir
         if isinstance(export_formats, str):
             export_formats = [export_formats]
-        return self._export_model(list(export_formats), export_dir)
+        return self._hook("export_model_files", "_export_model")(list(export_formats), export_dir)
 
     def reset_config(self, new_config: dict) -> bool:
         """Resets in place for a new config (actor reuse). Return True if supported."""
@@ -246,8 +314,10 @@ class Trainable:
         os.makedirs(logdir, exist_ok=True)
         self._logdir = logdir
 
-    def reset_trial(self, new_config: dict, logdir: str) -> bool:
+    def reset_trial(self, new_config: dict, logdir: str, trial_id=None, trial_name=None) -> bool:
         """Executor hook for actor reuse: `reset_config`, then start counting afresh."""
+        if trial_id is not None:
+            self._trial_id, self._trial_name = trial_id, trial_name
         if not self.reset_config(new_config):
             return False
         self.config = new_config
@@ -269,12 +339,19 @@ class Trainable:
 
     def stop(self) -> None:
         """Releases resources; the instance is unusable afterwards."""
-        self._stop()
+        self._hook("cleanup", "_stop")()
         if self._owns_logdir:
             shutil.rmtree(self._logdir, ignore_errors=True)
 
     def ping(self) -> str:
         return "pong"
+
+
+def _meta_path(checkpoint_path: str) -> str:
+    """The metadata beside a checkpoint file, or inside a checkpoint directory."""
+    if os.path.isdir(checkpoint_path):
+        return os.path.join(checkpoint_path, _META_SUFFIX)
+    return checkpoint_path + _META_SUFFIX
 
 
 def _node_ip() -> str:

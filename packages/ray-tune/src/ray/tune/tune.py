@@ -19,6 +19,7 @@ from ray.tune import controller as C
 from ray.tune import experiment_state as ES
 from ray.tune.error import TuneError
 from ray.tune.experiment import Experiment, convert_to_experiment_list
+from ray.tune.function_runner import CHECKPOINT_DIR_NAME
 from ray.tune.logger import UnifiedLogger
 from ray.tune.progress_reporter import ProgressReporter, status_string
 from ray.tune.ray_executor import RayTrialExecutor
@@ -26,6 +27,7 @@ from ray.tune.schedulers import FIFOScheduler
 from ray.tune.suggest.basic_variant import BasicVariantGenerator
 from ray.tune.suggest.suggestion import SuggestionAlgorithm
 from ray.tune.syncer import Syncer
+from ray.tune.trial import Checkpoint as TrialCheckpoint
 from ray.tune.trial import Trial
 
 logger = logging.getLogger(__name__)
@@ -124,6 +126,8 @@ def run(
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TuneError(f"tune.run() got an unexpected argument {key!r}{hint}")
     local_dir = kwargs.get("storage_path") or local_dir
+    if resources_per_trial is None:  # tune.with_resources(...)
+        resources_per_trial = getattr(run_or_experiment, "_tune_resources", None)
     sync_function = sync_function or kwargs.get("sync_to_cloud")
     if isinstance(run_or_experiment, Experiment):
         experiment = run_or_experiment
@@ -234,8 +238,9 @@ def _run_experiments(
     scheduler = scheduler or FIFOScheduler()
     if metric is not None or mode is not None:
         scheduler.set_search_properties(metric, mode)
-        if hasattr(search_alg, "set_search_properties"):
-            search_alg.set_search_properties(metric, mode)
+    if hasattr(search_alg, "set_search_properties"):
+        # Ray 2.x searchers also take the search space (a searcher built without one).
+        search_alg.set_search_properties(metric, mode, config=experiments[0].spec.get("config"))
     if max_concurrent_trials is not None and isinstance(search_alg, SuggestionAlgorithm):
         search_alg._max_concurrent = max_concurrent_trials
 
@@ -319,8 +324,7 @@ def _maybe_resume(resume, checkpoint_dir, controller, search_alg, experiments) -
     data = ES.load_state(checkpoint_dir)
     trials = [Trial.from_json(t) for t in data["checkpoints"]]
     for trial in trials:
-        if trial.status in (Trial.RUNNING, Trial.PAUSED):
-            trial.status = Trial.PENDING  # continues from its last disk checkpoint, if any
+        _resume_status(trial, resume if isinstance(resume, str) else "")
         controller.add_trial(trial)
     searcher_state = ES.load_searcher_state(data)
     if searcher_state is not None:
@@ -340,6 +344,21 @@ def _maybe_resume(resume, checkpoint_dir, controller, search_alg, experiments) -
         elif not isinstance(search_alg, SuggestionAlgorithm):
             search_alg.set_finished()
     return True
+
+
+def _resume_status(trial: Trial, mode: str) -> None:
+    """What a resumed trial does; `mode` may hold RESUME_ERRORED, RESTART_ERRORED, NO_UNFINISHED."""
+    if trial.status in (Trial.RUNNING, Trial.PAUSED):
+        trial.status = Trial.PENDING  # continues from its last disk checkpoint, if any
+    if trial.status == Trial.PENDING and "NO_UNFINISHED" in mode:
+        trial.status = Trial.TERMINATED
+    if trial.status == Trial.ERROR and ("RESUME_ERRORED" in mode or "RESTART_ERRORED" in mode):
+        trial.status = Trial.PENDING
+        trial.num_failures = 0
+        trial.error_msg = None
+        if "RESTART_ERRORED" in mode:
+            trial.checkpoint = None
+            trial.disk_checkpoints = []
 
 
 class _Shell:
@@ -376,7 +395,8 @@ class _Shell:
                     trial, result, error = event
                     if error is None:
                         self._log_result(trial, result)
-                        actions = c.on_result(trial, result)
+                        actions = self._on_reported_checkpoint(trial, result)
+                        actions += c.on_result(trial, result)
                         self.reporter.on_result(trial, result)
                     else:
                         actions = c.on_error(trial, error)
@@ -412,6 +432,14 @@ class _Shell:
                 log = self._loggers.pop(action.trial.trial_id, None)
                 if log is not None:
                     log.close()
+
+    def _on_reported_checkpoint(self, trial: Trial, result: dict) -> list:
+        """A function trial's `train.report(..., checkpoint=...)`: now its checkpoint on disk."""
+        name = result.get(CHECKPOINT_DIR_NAME)
+        if not name:
+            return []
+        path = os.path.join(trial.logdir, name)
+        return self.controller.on_checkpoint(trial, TrialCheckpoint(TrialCheckpoint.DISK, path, result))
 
     def _check_stuck(self) -> None:
         c = self.controller

@@ -64,7 +64,9 @@ class AsyncHyperBandScheduler(FIFOScheduler):
         if self._time_attr not in result or self._metric not in result:
             return TrialScheduler.CONTINUE
         if result[self._time_attr] >= self._max_t:
-            action = TrialScheduler.STOP
+            # 2.x stop_last_trials=False: past max_t, the run's `stop` decides.
+            stop = getattr(self, "_stop_last_trials", True)
+            action = TrialScheduler.STOP if stop else TrialScheduler.CONTINUE
         else:
             bracket = self._trial_info[trial.trial_id]
             action = bracket.on_result(
@@ -96,7 +98,33 @@ class AsyncHyperBandScheduler(FIFOScheduler):
         return out
 
 
-ASHAScheduler = AsyncHyperBandScheduler
+class ASHAScheduler(AsyncHyperBandScheduler):
+    """ASHA with Ray 2.x's signature: (time_attr, metric, mode, max_t, grace_period=1, ...).
+
+    `metric`/`mode` may be left out and come from `TuneConfig(metric=..., mode=...)`.
+    """
+
+    def __init__(
+        self,
+        time_attr: str = "training_iteration",
+        metric: str | None = None,
+        mode: str | None = None,
+        max_t: float = 100,
+        grace_period: float = 1,
+        reduction_factor: float = 4,
+        brackets: int = 1,
+        stop_last_trials: bool = True,
+        seed: int | None = None,
+    ):
+        if mode not in (None, "max", "min"):
+            raise TuneError(f"ASHAScheduler(mode={mode!r}): mode must be 'max' or 'min'")
+        super().__init__(
+            time_attr=time_attr, metric=metric, mode=mode or "max", max_t=max_t,
+            grace_period=grace_period, reduction_factor=reduction_factor, brackets=brackets,
+            seed=seed,
+        )
+        self._mode_given = mode is not None
+        self._stop_last_trials = stop_last_trials
 
 
 class _Bracket:

@@ -61,6 +61,8 @@ class TrialScheduler:
     def set_search_properties(self, metric: str | None, mode: str | None) -> None:
         """Takes `tune.run(metric=..., mode=...)` when the scheduler was built without them."""
         if getattr(self, "_metric_given", True):
+            if mode is not None and not getattr(self, "_mode_given", True):
+                self._metric_op = _metric_op(mode)  # 2.x: metric given here, mode in TuneConfig
             return
         if metric is not None:
             self._metric = metric

@@ -113,7 +113,12 @@ class ConcurrencyLimiter(SuggestionAlgorithm):
         self.searcher.on_trial_result(trial_id, result)
 
     def _on_trial_complete(self, trial_id, result=None, error=False, early_terminated=False):
-        self.searcher.on_trial_complete(trial_id, result, error, early_terminated)
+        # Keywords: Ray 2.x searchers define on_trial_complete(trial_id, result, error).
+        self.searcher.on_trial_complete(trial_id, result=result, error=error)
+
+    def set_search_properties(self, metric, mode, config=None, **spec) -> bool:
+        inner = getattr(self.searcher, "set_search_properties", None)
+        return bool(inner(metric, mode, config=config, **spec)) if inner is not None else False
 
 
 def _merge_dicts(base: dict, update: dict) -> dict:

@@ -1,0 +1,5 @@
+"""`ray.tune.search.nevergrad` (Ray 2.x path) = `ray.tune.suggest.nevergrad`."""
+
+from ray.tune.suggest.nevergrad import NevergradSearch
+
+__all__ = ["NevergradSearch"]

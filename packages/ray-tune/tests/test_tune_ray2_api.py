@@ -1,0 +1,247 @@
+"""Ray 2.x Tune code, written as today's docs write it, on a real cluster (ray.init(num_cpus=2))."""
+
+import os
+import tempfile
+
+import pytest
+
+import ray
+from ray import train, tune
+from ray.train import Checkpoint
+from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
+from ray.tune.search import BasicVariantGenerator, ConcurrencyLimiter
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray.init(num_cpus=2)
+    yield
+    ray.shutdown()
+
+
+# -- class trainables with today's method names -----------------------------------
+class StepCounter(tune.Trainable):
+    def setup(self, config):
+        self.count = 0
+        self.rate = config["rate"]
+
+    def step(self):
+        self.count += 1
+        return {"score": self.rate * self.count}
+
+    def save_checkpoint(self, checkpoint_dir):
+        with open(os.path.join(checkpoint_dir, "count"), "w") as f:
+            f.write(str(self.count))
+        return checkpoint_dir
+
+    def load_checkpoint(self, checkpoint_dir):
+        with open(os.path.join(checkpoint_dir, "count")) as f:
+            self.count = int(f.read())
+
+
+class OldNames(tune.Trainable):
+    """0.7 names, and state in `self.step`: the attribute must not hide the method lookup."""
+
+    def _setup(self, config):
+        self.step = 0
+
+    def _train(self):
+        self.step += 1
+        return {"score": self.step}
+
+    def _save(self, checkpoint_dir):
+        return {"step": self.step}
+
+    def _restore(self, state):
+        self.step = state["step"]
+
+
+def test_trainable_new_and_old_method_names_save_and_restore_in_process():
+    new = StepCounter({"rate": 2.0})
+    new.train()
+    new.train()
+    path = new.save()
+    assert os.path.isdir(path) and os.path.exists(os.path.join(path, "count"))
+    restored = StepCounter({"rate": 2.0})
+    restored.restore_from_object(new.save_to_object())
+    assert restored.train()["score"] == 6.0 and restored.iteration == 3
+    new.stop(), restored.stop()
+    old = OldNames()
+    old.train()
+    blob = old.save_to_object()
+    again = OldNames()
+    again.restore_from_object(blob)
+    assert again.train()["score"] == 2
+    old.stop(), again.stop()
+
+
+# -- Tuner with a function trainable, ResultGrid accessors ------------------------
+def objective(config):
+    for i in range(10):
+        train.report({"score": config["x"] * i, "y": config["y"]})
+
+
+def test_tuner_function_trainable_asha_and_result_grid(ray_cluster, tmp_path):
+    tuner = tune.Tuner(
+        objective,
+        param_space={"x": tune.uniform(0, 1), "y": tune.choice([1, 2])},
+        tune_config=tune.TuneConfig(
+            metric="score", mode="max", num_samples=6,
+            scheduler=ASHAScheduler(max_t=8, grace_period=2, reduction_factor=2),
+            max_concurrent_trials=2,
+        ),
+        run_config=train.RunConfig(name="exp", storage_path=str(tmp_path), verbose=0),
+    )
+    results = tuner.fit()
+    assert len(results) == 6 and not results.errors and results.num_terminated == 6
+    assert results.experiment_path == str(tmp_path / "exp")
+    iterations = [r.metrics["training_iteration"] for r in results]
+    assert max(iterations) <= 8 and min(iterations) < 8  # max_t, and ASHA stopped some early
+    best = results.get_best_result()
+    assert best.config["x"] == max(r.config["x"] for r in results if r.metrics["training_iteration"]
+                                   == max(iterations))
+    assert best.metrics["score"] == max(r.metrics["score"] for r in results)
+    assert best.path.startswith(str(tmp_path / "exp")) and best.checkpoint is None
+    assert best.error is None and best.metrics_dataframe["score"].iloc[-1] == best.metrics["score"]
+    worst = results.get_best_result(metric="score", mode="min")
+    assert worst.metrics["score"] == min(r.metrics["score"] for r in results)
+    df = results.get_dataframe()
+    assert len(df) == 6 and {"score", "config/x", "config/y", "logdir"} <= set(df.columns)
+    assert set(df["config/y"]) <= {1, 2}
+    assert results[0] in list(results)
+    # tune.report with a dict is the same call in 2.x
+    assert tune.Tuner.can_restore(results.experiment_path)
+
+
+def test_tuner_class_trainable_checkpoints_and_failures_land_in_errors(ray_cluster, tmp_path):
+    results = tune.Tuner(
+        StepCounter,
+        param_space={"rate": tune.grid_search([1.0, 3.0])},
+        tune_config=tune.TuneConfig(metric="score", mode="max"),
+        run_config=tune.RunConfig(
+            name="cls", storage_path=str(tmp_path), stop={"training_iteration": 4}, verbose=0,
+            checkpoint_config=train.CheckpointConfig(checkpoint_frequency=2, num_to_keep=1),
+        ),
+    ).fit()
+    best = results.get_best_result()
+    assert best.config == {"rate": 3.0} and best.metrics["score"] == 12.0
+    with best.checkpoint.as_directory() as d:
+        assert open(os.path.join(d, "count")).read() == "4"
+    kept = [n for n in os.listdir(best.path) if n.startswith("checkpoint_")]
+    assert kept == [os.path.basename(best.checkpoint.path)]  # num_to_keep=1
+
+    def broken(config):
+        train.report({"score": 1})
+        raise ValueError("bad config " + str(config["v"]))
+
+    results = tune.Tuner(
+        broken, param_space={"v": tune.grid_search([1, 2])},
+        run_config=train.RunConfig(name="broken", storage_path=str(tmp_path), verbose=0),
+    ).fit()
+    assert len(results.errors) == 2 and results.num_terminated == 0
+    assert "bad config" in str(results.errors[0]) and results[0].metrics["score"] == 1
+    with pytest.raises(tune.TuneError, match="needs a metric and a mode"):
+        results.get_best_result()
+
+
+def pbt_objective(config):
+    step, value = 0, 0.0
+    checkpoint = train.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as d:
+            with open(os.path.join(d, "state")) as f:
+                step, value = (float(x) for x in f.read().split())
+            step = int(step)
+    while step < 12:
+        step += 1
+        value += config["lr"]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "state"), "w") as f:
+                f.write(f"{step} {value}")
+            train.report({"value": value, "step": step, "lr": config["lr"],
+                          "restored": checkpoint is not None},
+                         checkpoint=Checkpoint.from_directory(d))
+
+
+def test_pbt_function_trainable_exploits_through_reported_checkpoints(ray_cluster, tmp_path):
+    pbt = PopulationBasedTraining(
+        time_attr="training_iteration", perturbation_interval=3,
+        hyperparam_mutations={"lr": tune.uniform(0.0, 1.0)}, quantile_fraction=0.5, seed=1,
+    )
+    results = tune.Tuner(
+        pbt_objective,
+        param_space={"lr": tune.grid_search([0.01, 0.02, 1.0, 2.0])},
+        tune_config=tune.TuneConfig(metric="value", mode="max", scheduler=pbt),
+        run_config=tune.RunConfig(name="pbt", storage_path=str(tmp_path), verbose=0,
+                                  stop={"training_iteration": 12}),
+    ).fit()
+    assert not results.errors
+    assert pbt._num_perturbations > 0
+    # A trial that exploited another continued from its checkpoint (the value carried over),
+    # so even the slow starters end far above 12 * 0.02.
+    restored = [r for r in results if r.metrics["restored"]]
+    assert restored and min(r.metrics["value"] for r in restored) > 12 * 0.02
+    for r in results:
+        assert r.metrics["step"] == 12 and r.checkpoint is not None
+        with open(os.path.join(r.checkpoint.path, "state")) as f:
+            assert int(f.read().split()[0]) == 12
+
+
+class GridWalker(tune.search.Searcher):
+    """A 2.x custom searcher: proposes x = 0, 1, 2, ... and records what finished."""
+
+    def __init__(self, metric=None, mode=None):
+        super().__init__(metric=metric, mode=mode)
+        self.next_x = 0
+        self.completed = {}
+
+    def suggest(self, trial_id):
+        self.next_x += 1
+        return {"x": self.next_x - 1}
+
+    def on_trial_complete(self, trial_id, result=None, error=False):
+        self.completed[trial_id] = result[self.metric]
+
+
+def concurrency_objective(config, data=None, offset=0):
+    marker = os.path.join(config["dir"], str(config["x"]))
+    open(marker, "w").close()
+    live = len(os.listdir(config["dir"]))
+    train.report({"score": config["x"] + len(data) + offset, "live": live,
+                  "trial_id": train.get_context().get_trial_id()})
+    os.remove(marker)
+
+
+def test_custom_searcher_concurrency_limiter_with_parameters_and_resources(ray_cluster, tmp_path):
+    live_dir = tmp_path / "live"
+    live_dir.mkdir()
+    searcher = GridWalker()
+    trainable = tune.with_resources(
+        tune.with_parameters(concurrency_objective, data=list(range(100)), offset=1000),
+        {"cpu": 2},
+    )
+    results = tune.Tuner(
+        trainable,
+        param_space={"dir": str(live_dir)},
+        tune_config=tune.TuneConfig(
+            metric="score", mode="max", num_samples=4,
+            search_alg=ConcurrencyLimiter(searcher, max_concurrent=2),
+        ),
+        run_config=tune.RunConfig(name="search", storage_path=str(tmp_path), verbose=0),
+    ).fit()
+    assert sorted(r.config["x"] for r in results) == [0, 1, 2, 3]
+    assert searcher.metric == "score" and sorted(searcher.completed.values()) == [1100, 1101, 1102, 1103]
+    assert all(r.metrics["live"] == 1 for r in results)  # 2 CPUs per trial: one at a time
+    assert results.get_best_result().config["x"] == 3
+    assert {r.metrics["trial_id"] for r in results} == {os.path.basename(r.path)[-8:] for r in results}
+    # The 2.x BasicVariantGenerator import path runs too.
+    grid = tune.Tuner(
+        lambda_free_objective, param_space={"v": tune.grid_search([1, 2, 3])},
+        tune_config=tune.TuneConfig(search_alg=BasicVariantGenerator()),
+        run_config=tune.RunConfig(name="grid", storage_path=str(tmp_path), verbose=0),
+    ).fit()
+    assert sorted(r.metrics["v2"] for r in grid) == [1, 4, 9]
+
+
+def lambda_free_objective(config):
+    return {"v2": config["v"] ** 2}
