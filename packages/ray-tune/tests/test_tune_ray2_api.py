@@ -245,3 +245,59 @@ def test_custom_searcher_concurrency_limiter_with_parameters_and_resources(ray_c
 
 def lambda_free_objective(config):
     return {"v2": config["v"] ** 2}
+
+
+class InterruptOnce:
+    """A stopper that interrupts the driver (as Ctrl-C would) the first time a trial hits 3."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __call__(self, trial_id, result):
+        if result["training_iteration"] == 3 and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            raise KeyboardInterrupt
+        return False
+
+
+def resumable(config):
+    start = 0
+    checkpoint = train.get_checkpoint()
+    if checkpoint:
+        with open(os.path.join(checkpoint.path, "i")) as f:
+            start = int(f.read())
+    fail_marker = os.path.join(config["dir"], "failed_once")
+    if config["a"] == 3 and not os.path.exists(fail_marker):
+        open(fail_marker, "w").close()
+        raise RuntimeError("first attempt of a=3 fails")
+    for i in range(start, 6):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "i"), "w") as f:
+                f.write(str(i + 1))
+            train.report({"i": i + 1, "start": start}, checkpoint=Checkpoint.from_directory(d))
+
+
+def test_tuner_restore_continues_an_interrupted_run_then_resumes_errored(ray_cluster, tmp_path):
+    path = str(tmp_path / "resume")
+    assert not tune.Tuner.can_restore(path)
+    tuner = tune.Tuner(
+        resumable,
+        param_space={"a": tune.grid_search([1, 2, 3]), "dir": str(tmp_path)},
+        tune_config=tune.TuneConfig(metric="i", mode="max"),
+        run_config=train.RunConfig(name="resume", storage_path=str(tmp_path), verbose=0,
+                                   stop=InterruptOnce(str(tmp_path / "interrupted"))),
+    )
+    with pytest.raises(KeyboardInterrupt):
+        tuner.fit()
+    assert tune.Tuner.can_restore(path)
+    results = tune.Tuner.restore(path, trainable=resumable).fit()
+    by_a = {r.config["a"]: r for r in results}
+    assert by_a[1].metrics["i"] == 6 and by_a[2].metrics["i"] == 6
+    # The trial that was interrupted at 3 went on from its checkpoint, not from scratch.
+    assert max(by_a[1].metrics["start"], by_a[2].metrics["start"]) >= 3
+    assert len(results.errors) == 1 and "first attempt of a=3" in str(by_a[3].error)
+    results = tune.Tuner.restore(path, trainable=resumable, resume_errored=True).fit()
+    assert not results.errors and sorted(r.metrics["i"] for r in results) == [6, 6, 6]
+    assert results.get_best_result().checkpoint.path.endswith("checkpoint_000006")
+    with pytest.raises(tune.TuneError, match="no Tuner experiment there"):
+        tune.Tuner.restore(str(tmp_path / "nothing"), trainable=resumable)
