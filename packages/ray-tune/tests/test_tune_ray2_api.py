@@ -301,3 +301,30 @@ def test_tuner_restore_continues_an_interrupted_run_then_resumes_errored(ray_clu
     assert results.get_best_result().checkpoint.path.endswith("checkpoint_000006")
     with pytest.raises(tune.TuneError, match="no Tuner experiment there"):
         tune.Tuner.restore(str(tmp_path / "nothing"), trainable=resumable)
+
+
+def test_hyperopt_search_takes_its_space_and_metric_from_the_tuner(ray_cluster, tmp_path):
+    pytest.importorskip("hyperopt")
+    from ray.tune.search.hyperopt import HyperOptSearch
+
+    def quadratic(config):
+        train.report({"loss": (config["x"] - 0.3) ** 2 + config["nested"]["c"]})
+
+    searcher = HyperOptSearch(random_state_seed=0, n_initial_points=4)
+    results = tune.Tuner(
+        quadratic,
+        param_space={"x": tune.uniform(-1, 1), "nested": {"c": tune.choice([0, 1])}, "const": 5},
+        tune_config=tune.TuneConfig(
+            metric="loss", mode="min", num_samples=12,
+            search_alg=ConcurrencyLimiter(searcher, max_concurrent=2),
+        ),
+        run_config=tune.RunConfig(name="hyperopt", storage_path=str(tmp_path), verbose=0),
+    ).fit()
+    assert len(results) == 12 and not results.errors
+    assert all(-1 <= r.config["x"] <= 1 and r.config["nested"]["c"] in (0, 1) for r in results)
+    assert all(r.config["const"] == 5 for r in results)
+    assert len({r.config["x"] for r in results}) == 12  # sampled by TPE, not one fixed value
+    assert searcher._metric == "loss" and searcher._metric_op == 1.0  # minimised
+    assert results.get_best_result().metrics["loss"] < 0.2
+    with pytest.raises(tune.TuneError, match="cannot search a grid"):
+        HyperOptSearch().set_search_properties("loss", "min", config={"x": tune.grid_search([1])})

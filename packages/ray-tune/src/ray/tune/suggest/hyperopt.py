@@ -15,26 +15,36 @@ class HyperOptSearch(SuggestionAlgorithm):
 
     `points_to_evaluate` (a list of configs; `hp.choice` values given by index) are
     tried first. HyperOpt minimises, so `mode="max"` negates the metric.
+
+    Ray 2.x style: leave `space` out and put `tune.uniform/loguniform/randint/choice/randn`
+    in the Tuner's `param_space` (converted to HyperOpt's); `metric`/`mode` left out come
+    from `TuneConfig`. `n_initial_points` and `gamma` are TPE's settings.
     """
 
     def __init__(
         self,
-        space: dict,
+        space: dict | None = None,
         max_concurrent: int | None = 10,
         reward_attr: str | None = None,
-        metric: str | None = "episode_reward_mean",
-        mode: str = "max",
+        metric: str | None = None,
+        mode: str | None = None,
         points_to_evaluate: list[dict] | None = None,
         random_state_seed: int | None = None,
+        n_initial_points: int = 20,
+        gamma: float = 0.25,
         **kwargs,
     ):
         hpo = require("hyperopt", "hyperopt", "HyperOptSearch")
+        import functools
+
         import numpy as np
 
-        self._metric, mode = resolve_metric(metric, mode, reward_attr)
+        self._metric_given = metric is not None or reward_attr is not None
+        self._mode_given = mode is not None or reward_attr is not None
+        self._metric, mode = resolve_metric(metric, mode or "max", reward_attr)
         self._metric_op = -1.0 if mode == "max" else 1.0
-        self.algo = hpo.tpe.suggest
-        self.domain = hpo.base.Domain(lambda spc: spc, space)
+        self.algo = functools.partial(hpo.tpe.suggest, n_startup_jobs=n_initial_points, gamma=gamma)
+        self.domain = hpo.base.Domain(lambda spc: spc, space) if space is not None else None
         self._hpo = hpo
         if points_to_evaluate:
             from hyperopt.fmin import generate_trials_to_calculate
@@ -49,8 +59,25 @@ class HyperOptSearch(SuggestionAlgorithm):
         self.rstate = np.random.RandomState(random_state_seed)
         super().__init__(max_concurrent=max_concurrent, **kwargs)
 
+    def set_search_properties(self, metric, mode, config=None, **spec) -> bool:
+        """TuneConfig's metric/mode (unless given here) and, without a space, param_space's."""
+        if metric is not None and not self._metric_given:
+            self._metric = metric
+        if mode is not None and not self._mode_given:
+            self._metric_op = -1.0 if mode == "max" else 1.0
+        if self.domain is None and config:
+            space = convert_search_space(config, self._hpo)
+            if space:
+                self.domain = self._hpo.base.Domain(lambda spc: spc, space)
+        return True
+
     def _suggest(self, trial_id: str) -> dict:
         hpo = self._hpo
+        if self.domain is None:
+            raise TuneError(
+                "HyperOptSearch has no search space: pass space={...} (hyperopt hp.* "
+                "expressions) or put tune.uniform/choice/... values in the Tuner's param_space"
+            )
         if self._points_to_evaluate:
             new_trial = self._hpopt_trials.trials[self._points_to_evaluate.pop(0)]
         else:
@@ -104,3 +131,40 @@ class HyperOptSearch(SuggestionAlgorithm):
             if trial["tid"] == tid:
                 return trial
         return None
+
+
+def convert_search_space(config: dict, hpo, prefix: str = "") -> dict:
+    """`tune.uniform(...)` & co. in a (nested) config as a HyperOpt space; constants left out."""
+    import math
+
+    from ray.tune.sample import Domain
+
+    space = {}
+    for key, value in config.items():
+        label = f"{prefix}{key}"
+        if isinstance(value, dict) and "grid_search" in value:
+            raise TuneError(
+                f"param_space[{label!r}] is a grid_search: HyperOptSearch cannot search a grid; "
+                "use tune.choice([...]) instead"
+            )
+        if isinstance(value, dict):
+            nested = convert_search_space(value, hpo, f"{label}/")
+            if nested:
+                space[key] = nested
+            continue
+        if not isinstance(value, Domain):
+            continue
+        p = value.params
+        if value.kind == "uniform":
+            space[key] = hpo.hp.uniform(label, p["lower"], p["upper"])
+        elif value.kind == "loguniform":
+            space[key] = hpo.hp.loguniform(label, math.log(p["lower"]), math.log(p["upper"]))
+        elif value.kind == "randint":
+            space[key] = hpo.hp.randint(label, p["lower"], p["upper"])
+        elif value.kind == "choice":
+            space[key] = hpo.hp.choice(label, p["categories"])
+        elif value.kind == "randn":
+            space[key] = hpo.hp.normal(label, p["mean"], p["sd"])
+        else:
+            raise TuneError(f"param_space[{label!r}] = {value!r} has no HyperOpt equivalent")
+    return space
