@@ -109,7 +109,7 @@ class CoreWorker:
         self.address_info: dict = {}
         self.node_processes = None
 
-        self.loop = EventLoop(name=f"ray-io-{mode}")
+        self.loop = EventLoop(name=f"ray-io-{mode}", spin_s=config.io_spin_us / 1e6)
         self.loop.start()
         self._listen()
         self.raylet = self._connect_raylet(node["raylet_socket"])
