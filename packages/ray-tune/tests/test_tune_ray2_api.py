@@ -247,6 +247,87 @@ def lambda_free_objective(config):
     return {"v2": config["v"] ** 2}
 
 
+def test_hyperopt_search_takes_its_space_and_metric_from_the_tuner(ray_cluster, tmp_path):
+    pytest.importorskip("hyperopt")
+    from ray.tune.search.hyperopt import HyperOptSearch
+
+    def quadratic(config):
+        train.report({"loss": (config["x"] - 0.3) ** 2 + config["nested"]["c"]})
+
+    searcher = HyperOptSearch(random_state_seed=0, n_initial_points=4)
+    results = tune.Tuner(
+        quadratic,
+        param_space={"x": tune.uniform(-1, 1), "nested": {"c": tune.choice([0, 1])}, "const": 5},
+        tune_config=tune.TuneConfig(
+            metric="loss", mode="min", num_samples=12,
+            search_alg=ConcurrencyLimiter(searcher, max_concurrent=2),
+        ),
+        run_config=tune.RunConfig(name="hyperopt", storage_path=str(tmp_path), verbose=0),
+    ).fit()
+    assert len(results) == 12 and not results.errors
+    assert all(-1 <= r.config["x"] <= 1 and r.config["nested"]["c"] in (0, 1) for r in results)
+    assert all(r.config["const"] == 5 for r in results)
+    assert len({r.config["x"] for r in results}) == 12  # sampled by TPE, not one fixed value
+    assert searcher._metric == "loss" and searcher._metric_op == 1.0  # minimised
+    assert results.get_best_result().metrics["loss"] < 0.2
+    with pytest.raises(tune.TuneError, match="cannot search a grid"):
+        HyperOptSearch().set_search_properties("loss", "min", config={"x": tune.grid_search([1])})
+
+
+def forever(config):
+    import time
+
+    i = 0
+    while True:
+        i += 1
+        time.sleep(0.02)
+        train.report({"i": i})
+
+
+def test_time_budget_stops_every_trial_and_pbt_takes_2x_arguments(ray_cluster, tmp_path):
+    import time
+
+    start = time.monotonic()
+    results = tune.Tuner(
+        forever, param_space={"k": tune.grid_search([1, 2])},
+        tune_config=tune.TuneConfig(time_budget_s=1.0),
+        run_config=tune.RunConfig(name="budget", storage_path=str(tmp_path), verbose=0),
+    ).fit()
+    assert time.monotonic() - start < 10 and not results.errors
+    assert all(1 <= r.metrics["i"] < 100 for r in results), [r.metrics["i"] for r in results]
+    pbt = PopulationBasedTraining(
+        time_attr="training_iteration", metric="i", mode="max", perturbation_interval=2,
+        burn_in_period=4, hyperparam_mutations={"k": [1, 2]}, perturbation_factors=(1.5, 0.5),
+        require_attrs=True,
+    )
+    with pytest.raises(tune.TuneError, match=r"needs \['i'\] in every result"):
+        pbt.on_trial_result(None, "trial", {"training_iteration": 1})
+    assert pbt.on_trial_result(None, "trial", {"training_iteration": 3, "i": 1}) == "CONTINUE"
+
+
+def test_checkpoint_object_round_trips():
+    data = Checkpoint.from_dict({"w": [1, 2]})
+    assert data.to_dict() == {"w": [1, 2]}
+    data.set_metadata({"epoch": 3})
+    data.update_metadata({"loss": 0.5})
+    assert data.get_metadata() == {"epoch": 3, "loss": 0.5}
+    with tempfile.TemporaryDirectory() as target:
+        copied = Checkpoint.from_directory(data.to_directory(target))
+        assert copied.to_dict() == {"w": [1, 2]} and copied != data
+        with copied.as_directory() as d:
+            assert d == copied.path
+    fresh = data.to_directory()
+    assert Checkpoint(fresh).get_metadata()["epoch"] == 3
+    import shutil
+
+    shutil.rmtree(fresh), shutil.rmtree(data.path)
+    with pytest.raises(tune.TuneError, match="not a directory"):
+        Checkpoint.from_directory(fresh)
+    with pytest.raises(tune.TuneError, match="outside a Tune trial"):
+        train.report({"x": 1})
+    with pytest.raises(tune.TuneError, match="outside a Tune trial"):
+        train.get_checkpoint()
+
 class InterruptOnce:
     """A stopper that interrupts the driver (as Ctrl-C would) the first time a trial hits 3."""
 
@@ -277,6 +358,8 @@ def resumable(config):
             train.report({"i": i + 1, "start": start}, checkpoint=Checkpoint.from_directory(d))
 
 
+# Last in the module: after a run interrupted in the driver, ray-core was seen to keep
+# one CPU of the killed trials' actors reserved, which would starve later tests.
 def test_tuner_restore_continues_an_interrupted_run_then_resumes_errored(ray_cluster, tmp_path):
     path = str(tmp_path / "resume")
     assert not tune.Tuner.can_restore(path)
@@ -302,29 +385,3 @@ def test_tuner_restore_continues_an_interrupted_run_then_resumes_errored(ray_clu
     with pytest.raises(tune.TuneError, match="no Tuner experiment there"):
         tune.Tuner.restore(str(tmp_path / "nothing"), trainable=resumable)
 
-
-def test_hyperopt_search_takes_its_space_and_metric_from_the_tuner(ray_cluster, tmp_path):
-    pytest.importorskip("hyperopt")
-    from ray.tune.search.hyperopt import HyperOptSearch
-
-    def quadratic(config):
-        train.report({"loss": (config["x"] - 0.3) ** 2 + config["nested"]["c"]})
-
-    searcher = HyperOptSearch(random_state_seed=0, n_initial_points=4)
-    results = tune.Tuner(
-        quadratic,
-        param_space={"x": tune.uniform(-1, 1), "nested": {"c": tune.choice([0, 1])}, "const": 5},
-        tune_config=tune.TuneConfig(
-            metric="loss", mode="min", num_samples=12,
-            search_alg=ConcurrencyLimiter(searcher, max_concurrent=2),
-        ),
-        run_config=tune.RunConfig(name="hyperopt", storage_path=str(tmp_path), verbose=0),
-    ).fit()
-    assert len(results) == 12 and not results.errors
-    assert all(-1 <= r.config["x"] <= 1 and r.config["nested"]["c"] in (0, 1) for r in results)
-    assert all(r.config["const"] == 5 for r in results)
-    assert len({r.config["x"] for r in results}) == 12  # sampled by TPE, not one fixed value
-    assert searcher._metric == "loss" and searcher._metric_op == 1.0  # minimised
-    assert results.get_best_result().metrics["loss"] < 0.2
-    with pytest.raises(tune.TuneError, match="cannot search a grid"):
-        HyperOptSearch().set_search_properties("loss", "min", config={"x": tune.grid_search([1])})

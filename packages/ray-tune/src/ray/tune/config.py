@@ -37,7 +37,7 @@ class TuneConfig:
 
     def __post_init__(self):
         _check_mode(self.mode, "TuneConfig")
-        if self.num_samples < 1 and self.num_samples != -1:
+        if self.num_samples < 1:
             raise TuneError(f"TuneConfig(num_samples={self.num_samples}): must be >= 1")
         if self.max_concurrent_trials is not None and self.max_concurrent_trials < 1:
             raise TuneError(

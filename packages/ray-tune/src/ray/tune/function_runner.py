@@ -122,9 +122,10 @@ class FunctionRunner(Trainable):
 
     def _run(self) -> None:
         global _current_reporter, _current_runner
-        _current_reporter = self._reporter
+        reporter = self._reporter
+        _current_reporter = reporter
         _current_runner = self
-        _thread_state.reporter = self._reporter
+        _thread_state.reporter = reporter
         _thread_state.runner = self
         try:
             if self._pass_reporter:
@@ -138,6 +139,13 @@ class FunctionRunner(Trainable):
             import traceback
 
             self._queue.put(_Finished(error=exc, tb=traceback.format_exc()))
+        finally:
+            # A finished function must not catch later report() calls made outside any
+            # trial (the in-process executor runs trials in the driver's process).
+            if _current_reporter is reporter:
+                _current_reporter = None
+            if _current_runner is self:
+                _current_runner = None
 
     def _train(self) -> dict:
         if self._thread is None:

@@ -37,13 +37,16 @@ def explore(
     resample_probability: float,
     custom_explore_fn: Callable[[dict], dict] | None,
     rng: random.Random | None = None,
+    factors: tuple[float, float] = (1.2, 0.8),
 ) -> dict:
     """Returns a mutated copy of `config` (the paper's *explore* step)."""
     rng = rng or random
     new_config = copy.deepcopy(config)
     for key, distribution in mutations.items():
         if isinstance(distribution, dict):
-            new_config[key] = explore(config[key], distribution, resample_probability, None, rng)
+            new_config[key] = explore(
+                config[key], distribution, resample_probability, None, rng, factors
+            )
         elif isinstance(distribution, list):
             if rng.random() < resample_probability or config[key] not in distribution:
                 new_config[key] = rng.choice(distribution)
@@ -56,9 +59,9 @@ def explore(
             if rng.random() < resample_probability:
                 new_config[key] = _sample(distribution)
             elif rng.random() > 0.5:
-                new_config[key] = config[key] * 1.2
+                new_config[key] = config[key] * factors[0]
             else:
-                new_config[key] = config[key] * 0.8
+                new_config[key] = config[key] * factors[1]
             if type(config[key]) is int:
                 new_config[key] = int(new_config[key])
     if custom_explore_fn is not None:
@@ -102,6 +105,9 @@ class PopulationBasedTraining(FIFOScheduler):
         custom_explore_fn: Callable[[dict], dict] | None = None,
         log_config: bool = True,
         seed: int | None = None,
+        burn_in_period: float = 0.0,
+        perturbation_factors: tuple[float, float] = (1.2, 0.8),
+        require_attrs: bool = False,  # 2.x defaults to True; False keeps 0.7 behaviour
     ):
         if not hyperparam_mutations and not custom_explore_fn:
             raise TuneError(
@@ -113,6 +119,9 @@ class PopulationBasedTraining(FIFOScheduler):
         init_metric(self, metric, mode, reward_attr)
         self._time_attr = time_attr
         self._perturbation_interval = perturbation_interval
+        self._burn_in_period = burn_in_period  # Ray 2.x: no perturbation before this time
+        self._perturbation_factors = tuple(perturbation_factors)
+        self._require_attrs = require_attrs
         self._hyperparam_mutations = hyperparam_mutations or {}
         self._quantile_fraction = quantile_fraction
         self._resample_probability = resample_probability
@@ -131,8 +140,16 @@ class PopulationBasedTraining(FIFOScheduler):
 
     def on_trial_result(self, trial_runner, trial, result):
         if self._time_attr not in result or self._metric not in result:
+            if self._require_attrs and not result.get("done"):
+                missing = [k for k in (self._time_attr, self._metric) if k not in result]
+                raise TuneError(
+                    f"PopulationBasedTraining needs {missing} in every result of {trial} "
+                    f"(it reported {sorted(result)}); report them or pass require_attrs=False"
+                )
             return TrialScheduler.CONTINUE
         now = result[self._time_attr]
+        if now < self._burn_in_period:
+            return TrialScheduler.CONTINUE
         state = self._trial_state[trial.trial_id]
         if now - state.last_perturbation_time < self._perturbation_interval:
             return TrialScheduler.CONTINUE  # avoid the checkpoint overhead
@@ -161,7 +178,7 @@ class PopulationBasedTraining(FIFOScheduler):
             return
         new_config = explore(
             source.config, self._hyperparam_mutations, self._resample_probability,
-            self._custom_explore_fn, self._rng,
+            self._custom_explore_fn, self._rng, self._perturbation_factors,
         )
         new_tag = make_experiment_tag(trial_state.orig_tag, new_config, self._hyperparam_mutations)
         if not trial_runner.exploit_trial(trial, source, new_config, new_tag):
