@@ -8,8 +8,8 @@ with a random phase, stripe width, contrast, colour jitter and strong Gaussian n
 learnable by a CNN but not at a glance. Logistic regression on the raw pixels scores
 about 0.35 on the test images; the full-size PBT run reaches about 0.88.
 
-A ``Trainable`` trains one epoch per ``_train`` and checkpoints weights and optimizer
-state in ``_save``/``_restore``; PopulationBasedTraining copies the best members'
+A ``Trainable`` trains one epoch per ``step`` and checkpoints weights and optimizer
+state in ``save_checkpoint``/``load_checkpoint`` (Ray 2.x names; the 0.7 ``_train``/``_save``/``_restore`` work too); PopulationBasedTraining copies the best members'
 checkpoints into the worst and perturbs their learning rate, momentum and dropout,
 which ``reset_config`` applies in place (no actor restart).
 
@@ -85,9 +85,9 @@ def build_cnn(dropout: float):
 
 
 class Cifar10Trainable(tune.Trainable):
-    """One epoch of minibatch SGD per `_train`; reports test accuracy."""
+    """One epoch of minibatch SGD per `step`; reports test accuracy (Ray 2.x method names)."""
 
-    def _setup(self, config):
+    def setup(self, config):
         import torch
 
         torch.set_num_threads(1)
@@ -100,7 +100,7 @@ class Cifar10Trainable(tune.Trainable):
         self.optimizer = torch.optim.SGD(self.net.parameters(), lr=config["lr"], momentum=config["momentum"])
         self.rng = np.random.default_rng(config.get("seed", 0))
 
-    def _train(self):
+    def step(self):
         torch = self.torch
         self.net.train()
         order = self.rng.permutation(len(self.x))
@@ -117,13 +117,13 @@ class Cifar10Trainable(tune.Trainable):
             predicted = self.net(torch.as_tensor(self.x_test)).argmax(1).numpy()
         return {"mean_accuracy": float((predicted == self.y_test).mean()), "mean_loss": float(loss)}
 
-    def _save(self, checkpoint_dir):
+    def save_checkpoint(self, checkpoint_dir):
         path = os.path.join(checkpoint_dir, "cifar_cnn.pt")
         self.torch.save({"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict()}, path)
-        return path
+        # Returning None: the directory is the checkpoint.
 
-    def _restore(self, checkpoint_path):
-        state = self.torch.load(checkpoint_path)
+    def load_checkpoint(self, checkpoint_dir):
+        state = self.torch.load(os.path.join(checkpoint_dir, "cifar_cnn.pt"))
         self.net.load_state_dict(state["net"])
         self.optimizer.load_state_dict(state["optimizer"])
         self._apply_hyperparameters(self.config)  # the checkpoint carries the old member's lr
