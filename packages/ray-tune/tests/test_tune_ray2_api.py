@@ -328,6 +328,30 @@ def test_checkpoint_object_round_trips():
     with pytest.raises(tune.TuneError, match="outside a Tune trial"):
         train.get_checkpoint()
 
+
+class WithData(tune.Trainable):
+    def setup(self, config, data=None):
+        self.total = sum(data)
+
+    def step(self):
+        return {"total": self.total * self.config["scale"], "trial": self.trial_name}
+
+
+def test_with_parameters_and_scaling_config_resources_on_a_class_trainable(ray_cluster, tmp_path):
+    scaling = train.ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5})
+    assert scaling.as_resources() == {"cpu": 1.0, "gpu": 0}
+    trainable = tune.with_resources(tune.with_parameters(WithData, data=[1, 2, 3]), scaling)
+    results = tune.Tuner(
+        trainable, param_space={"scale": tune.grid_search([1, 10])},
+        run_config=tune.RunConfig(name="cls_params", storage_path=str(tmp_path), verbose=0,
+                                  stop={"training_iteration": 2}),
+    ).fit()
+    assert sorted(r.metrics["total"] for r in results) == [6, 60]
+    assert all(r.metrics["trial"] in os.path.basename(r.path) for r in results)
+    with pytest.raises(tune.TuneError, match="takes a dict"):
+        tune.with_resources(WithData, 2)
+
+
 class InterruptOnce:
     """A stopper that interrupts the driver (as Ctrl-C would) the first time a trial hits 3."""
 
