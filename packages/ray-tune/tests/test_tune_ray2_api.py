@@ -405,7 +405,11 @@ def test_tuner_restore_continues_an_interrupted_run_then_resumes_errored(ray_clu
     assert len(results.errors) == 1 and "first attempt of a=3" in str(by_a[3].error)
     results = tune.Tuner.restore(path, trainable=resumable, resume_errored=True).fit()
     assert not results.errors and sorted(r.metrics["i"] for r in results) == [6, 6, 6]
-    assert results.get_best_result().checkpoint.path.endswith("checkpoint_000006")
+    best = results.get_best_result()
+    assert best.checkpoint.path.endswith("checkpoint_000006")
+    assert [c.path for c, _ in best.best_checkpoints][-1] == best.checkpoint.path
+    stored = tune.Tuner.restore(path, trainable=resumable).get_results()  # read from disk
+    assert sorted(r.metrics["i"] for r in stored) == [6, 6, 6] and not stored.errors
     with pytest.raises(tune.TuneError, match="no Tuner experiment there"):
         tune.Tuner.restore(str(tmp_path / "nothing"), trainable=resumable)
 

@@ -33,7 +33,6 @@ class TuneConfig:
     time_budget_s: float | None = None
     reuse_actors: bool | None = None
     trial_name_creator: Callable | None = None
-    trial_dirname_creator: Callable | None = None
 
     def __post_init__(self):
         _check_mode(self.mode, "TuneConfig")
@@ -85,7 +84,7 @@ class ScalingConfig:
     use_gpu: bool = False
     resources_per_worker: dict | None = None
     trainer_resources: dict | None = None
-    placement_strategy: str = "PACK"
+    placement_strategy: str = "PACK"  # accepted; one actor per trial has nothing to place
 
     def as_resources(self) -> dict:
         """The equivalent `resources_per_trial` dict (Tune runs one actor per trial)."""
