@@ -352,6 +352,61 @@ def test_with_parameters_and_scaling_config_resources_on_a_class_trainable(ray_c
         tune.with_resources(WithData, 2)
 
 
+
+class Recorder(tune.Callback):
+    def __init__(self):
+        self.events = []
+
+    def setup(self, **info):
+        self.events.append(("setup", info["num_samples"]))
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        self.events.append(("start", trial.config["v"]))
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        self.events.append(("result", trial.config["v"], result["n"]))
+
+    def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):
+        self.events.append(("checkpoint", trial.config["v"], os.path.basename(checkpoint.path)))
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self.events.append(("complete", trial.config["v"]))
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self.events.append(("error", trial.config["v"]))
+
+    def on_experiment_end(self, trials, **info):
+        self.events.append(("end", len(trials)))
+
+
+def reports_then_maybe_fails(config):
+    for n in (1, 2):
+        with tempfile.TemporaryDirectory() as d:
+            train.report({"n": n}, checkpoint=Checkpoint.from_directory(d) if n == 2 else None)
+    if config["v"] == "bad":
+        raise ValueError("bad")
+
+
+def test_run_config_callbacks_see_every_trial_event(ray_cluster, tmp_path):
+    recorder = Recorder()
+    results = tune.Tuner(
+        reports_then_maybe_fails, param_space={"v": tune.grid_search(["ok", "bad"])},
+        run_config=tune.RunConfig(name="callbacks", storage_path=str(tmp_path), verbose=0,
+                                  callbacks=[recorder]),
+    ).fit()
+    assert len(results.errors) == 1
+    events = recorder.events
+    assert events[0] == ("setup", 1) and events[-1] == ("end", 2)
+    for v in ("ok", "bad"):
+        mine = [e for e in events if len(e) > 1 and e[1] == v]
+        assert mine[0] == ("start", v) and ("result", v, 2) in mine
+        assert ("checkpoint", v, "checkpoint_000002") in mine
+    assert ("complete", "ok") in events and ("error", "bad") in events
+    with pytest.raises(TypeError, match="tune.Callback"):
+        tune.run(reports_then_maybe_fails, callbacks=[object()], verbose=0,
+                 local_dir=str(tmp_path))
+
+
 class InterruptOnce:
     """A stopper that interrupts the driver (as Ctrl-C would) the first time a trial hits 3."""
 

@@ -13,6 +13,7 @@ see read-only trial views and return decisions.
 from ray.tune import _require_core  # noqa: F401, I001
 from ray.tune import track
 from ray.tune.analysis import Analysis, ExperimentAnalysis
+from ray.tune.callback import Callback
 from ray.tune.checkpoint import Checkpoint
 from ray.tune.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, TuneConfig
 from ray.tune.error import TuneError
@@ -60,6 +61,7 @@ __all__ = [
     "TrialScheduler",
     "SearchAlgorithm",
     # Ray 2.x
+    "Callback",
     "Tuner",
     "TuneConfig",
     "RunConfig",

@@ -105,6 +105,7 @@ class RunConfig:
     name: str | None = None
     storage_path: str | None = None
     stop: dict | Callable | None = None
+    callbacks: list | None = None  # tune.Callback instances
     checkpoint_config: CheckpointConfig = field(default_factory=CheckpointConfig)
     failure_config: FailureConfig = field(default_factory=FailureConfig)
     verbose: int | None = None

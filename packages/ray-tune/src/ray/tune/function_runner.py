@@ -54,13 +54,14 @@ class StatusReporter:
         self,
         result_queue: queue.Queue,
         continue_semaphore: threading.Semaphore,
-        persist_checkpoint: Callable[[Checkpoint], str] | None = None,
+        persist_checkpoint: Callable[[Checkpoint, int], str] | None = None,
     ):
         self._queue = result_queue
         self._continue = continue_semaphore
         self._persist_checkpoint = persist_checkpoint
         self._stopped = False
         self._last_result: dict = {}
+        self.reports = 0  # calls so far: the n-th report becomes iteration start + n
 
     def __call__(self, *args: dict, **kwargs: Any) -> None:
         if self._stopped:
@@ -72,10 +73,11 @@ class StatusReporter:
         else:
             checkpoint = None  # a metric that happens to be named "checkpoint"
         metrics.update(kwargs)
+        self.reports += 1
         if checkpoint is not None:
             if self._persist_checkpoint is None:
                 raise TuneError("this reporter cannot take checkpoints")
-            metrics[CHECKPOINT_DIR_NAME] = self._persist_checkpoint(checkpoint)
+            metrics[CHECKPOINT_DIR_NAME] = self._persist_checkpoint(checkpoint, self.reports)
         self._last_result = metrics
         self._queue.put(metrics)
         self._continue.acquire()
@@ -106,18 +108,17 @@ class FunctionRunner(Trainable):
         self._finished: _Finished | None = None
         self._pending: dict | _Finished | None = None
         self._last_metrics: dict = {}
-        self._reports = 0
 
-    def _persist(self, checkpoint: Checkpoint) -> str:
+    def _persist(self, checkpoint: Checkpoint, report_index: int) -> str:
         """Runs in the function's thread, inside `report`: the copy is done when it returns."""
-        # This report's result will carry training_iteration = iteration + reports so far.
-        self._reports += 1
-        name = f"checkpoint_{self._iteration_at_start + self._reports:06d}"
+        # This report's result will carry training_iteration = iteration + its index.
+        iteration = self._iteration_at_start + report_index
+        name = f"checkpoint_{iteration:06d}"
         target = os.path.join(self._logdir, name)
         copy_checkpoint_dir(checkpoint.path, target)
         # With metadata, Tune can restore the trial from this directory directly
         # (experiment resume, `Tuner.restore`).
-        self._write_metadata(target, self._iteration_at_start + self._reports, saved_as_dict=False)
+        self._write_metadata(target, iteration, saved_as_dict=False)
         return name
 
     def _run(self) -> None:

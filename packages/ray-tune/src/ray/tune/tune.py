@@ -17,6 +17,7 @@ from typing import Any
 import ray
 from ray.tune import controller as C
 from ray.tune import experiment_state as ES
+from ray.tune.callback import CallbackList
 from ray.tune.error import TuneError
 from ray.tune.experiment import Experiment, convert_to_experiment_list
 from ray.tune.function_runner import CHECKPOINT_DIR_NAME
@@ -33,7 +34,7 @@ from ray.tune.trial import Trial
 logger = logging.getLogger(__name__)
 
 _RUN_ONLY_KWARGS = ("metric", "mode", "storage_path", "max_concurrent_trials", "sync_to_cloud",
-                    "sync_to_driver")
+                    "sync_to_driver", "callbacks")
 
 
 class ExperimentResults(list):
@@ -169,6 +170,7 @@ def run(
         metric=kwargs.get("metric"),
         mode=kwargs.get("mode"),
         max_concurrent_trials=kwargs.get("max_concurrent_trials"),
+        callbacks=kwargs.get("callbacks"),
     )
 
 
@@ -227,6 +229,7 @@ def _run_experiments(
     metric=None,
     mode=None,
     max_concurrent_trials=None,
+    callbacks=None,
 ):
     if ray_auto_init and trial_executor is None and not ray.is_initialized():
         logger.info("Initializing Ray automatically: call ray.init() first to configure it")
@@ -263,7 +266,7 @@ def _run_experiments(
 
     shell = _Shell(
         controller, executor, experiments, verbose=verbose, metric=metric, mode=mode,
-        checkpoint_dir=checkpoint_dir,
+        checkpoint_dir=checkpoint_dir, callbacks=callbacks,
     )
     server = None
     if with_server:
@@ -364,7 +367,10 @@ def _resume_status(trial: Trial, mode: str) -> None:
 class _Shell:
     """Runs the controller with the executor, loggers, progress table and state file."""
 
-    def __init__(self, controller, executor, experiments, *, verbose, metric, mode, checkpoint_dir):
+    def __init__(
+        self, controller, executor, experiments, *, verbose, metric, mode, checkpoint_dir,
+        callbacks=None,
+    ):
         self.controller = controller
         self.executor = executor
         self.experiments = experiments
@@ -372,6 +378,7 @@ class _Shell:
         self.metric = metric
         self.mode = mode or "max"
         self.checkpoint_dir = checkpoint_dir
+        self.callbacks = CallbackList(callbacks, controller.get_trials)
         self.reporter = ProgressReporter(verbose)
         self.state = ES.ExperimentStateWriter(checkpoint_dir)
         self._loggers: dict[str, UnifiedLogger] = {}
@@ -385,6 +392,7 @@ class _Shell:
     # -- the loop ----------------------------------------------------------------
     def run(self, server=None) -> None:
         c = self.controller
+        self.callbacks.call("setup", num_samples=sum(e.spec["num_samples"] for e in self.experiments))
         try:
             self._do(c.step())
             while not c.is_finished():
@@ -398,6 +406,7 @@ class _Shell:
                         actions = self._on_reported_checkpoint(trial, result)
                         actions += c.on_result(trial, result)
                         self.reporter.on_result(trial, result)
+                        self.callbacks.call("on_trial_result", trial=trial, result=result)
                     else:
                         actions = c.on_error(trial, error)
                     self._do(actions)
@@ -417,6 +426,7 @@ class _Shell:
             self.reporter.report(time.monotonic(), self._status, force=True)
             for syncer in self._syncers:
                 syncer.close()
+        self.callbacks.call("on_experiment_end")
 
     def _do(self, actions: list) -> None:
         queue = list(actions)
@@ -428,10 +438,21 @@ class _Shell:
                 self._ensure_logger(action.trial).update_config(action.config)
             follow_ups = self.executor.execute(action, self.controller)
             queue[:0] = follow_ups
+            if self.callbacks:
+                self._callback_for(action)
             if isinstance(action, C.StopTrial) and action.trial.is_finished():
                 log = self._loggers.pop(action.trial.trial_id, None)
                 if log is not None:
                     log.close()
+
+    def _callback_for(self, action) -> None:
+        trial = action.trial
+        if isinstance(action, C.StartTrial) and trial.status == Trial.RUNNING:
+            self.callbacks.call("on_trial_start", trial=trial)
+        elif isinstance(action, C.StopTrial) and trial.status == Trial.TERMINATED:
+            self.callbacks.call("on_trial_complete", trial=trial)
+        elif isinstance(action, C.StopTrial) and trial.status == Trial.ERROR:
+            self.callbacks.call("on_trial_error", trial=trial)
 
     def _on_reported_checkpoint(self, trial: Trial, result: dict) -> list:
         """A function trial's `train.report(..., checkpoint=...)`: now its checkpoint on disk."""
@@ -439,6 +460,10 @@ class _Shell:
         if not name:
             return []
         path = os.path.join(trial.logdir, name)
+        if self.callbacks:
+            from ray.tune.checkpoint import Checkpoint
+
+            self.callbacks.call("on_checkpoint", trial=trial, checkpoint=Checkpoint(path))
         return self.controller.on_checkpoint(trial, TrialCheckpoint(TrialCheckpoint.DISK, path, result))
 
     def _check_stuck(self) -> None:

@@ -100,6 +100,7 @@ class Tuner:
             metric=tc.metric,
             mode=tc.mode,
             max_concurrent_trials=tc.max_concurrent_trials,
+            callbacks=rc.callbacks,
         )
         self._results = ResultGrid.from_trials(
             list(trials), self.experiment_path, metric=tc.metric, mode=tc.mode
@@ -175,6 +176,7 @@ class Tuner:
             "tune_config": self._tune_config,
             "run_config": {
                 "stop": rc.stop,
+                "callbacks": rc.callbacks,
                 "checkpoint_config": rc.checkpoint_config,
                 "failure_config": rc.failure_config,
                 "verbose": rc.verbose,
@@ -185,7 +187,7 @@ class Tuner:
         except Exception as exc:  # noqa: BLE001 - re-raised with the fix
             raise TuneError(
                 f"cannot save the Tuner's settings for Tuner.restore ({type(exc).__name__}: {exc}); "
-                "param_space, TuneConfig (searcher, scheduler) and RunConfig.stop must pickle"
+                "param_space, TuneConfig (searcher, scheduler), RunConfig.stop and callbacks must pickle"
             ) from exc
         with open(os.path.join(self.experiment_path, _SETTINGS_FILE), "wb") as f:
             f.write(data)
