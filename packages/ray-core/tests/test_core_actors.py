@@ -220,6 +220,40 @@ def test_ray_kill_stops_the_actor():
         ray.get(c.increment.remote(), timeout=30)
 
 
+def test_ray_kill_of_an_actor_still_starting_releases_its_worker_and_cpu():
+    """Killed before (or while) its constructor runs, an actor must never come up:
+    its leased worker is taken back, so the CPU it reserved is free again."""
+    import psutil
+
+    @ray.remote(num_cpus=1)
+    class Starting:
+        def ping(self):
+            return "pong"
+
+    holder = Starting.remote()  # one CPU taken: the next creations queue for the other
+    assert ray.get(holder.ping.remote()) == "pong"
+    free_before = ray.available_resources().get("CPU", 0)
+    killed = []
+    for delay in (0, 0, 0.005, 0.02, 0.05):
+        a = Starting.remote()  # rebinding drops the previous handle too
+        time.sleep(delay)
+        ray.kill(a)
+        killed.append(a)
+    for a in killed:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(a.ping.remote(), timeout=30)
+    deadline = time.time() + 15
+    while True:
+        alive = [p for p in psutil.Process().children(recursive=True)
+                 if p.name().startswith("ray::Starting")]
+        if len(alive) == 1 and ray.available_resources().get("CPU", 0) == free_before:
+            break
+        assert time.time() < deadline, (alive, ray.available_resources())
+        time.sleep(0.1)
+    assert ray.get(holder.ping.remote()) == "pong"
+    ray.kill(holder)
+
+
 def test_exit_actor_ends_the_process():
     @ray.remote
     class Quitter:

@@ -62,6 +62,7 @@ class _Owned:
         self.num_restarts = 0
         self.handles = 0
         self.no_restart = False
+        self.dead = False  # for good (killed, out of restarts, or failed)
         self.worker_id = None
         self.raylet = None
         self.pinned: list[bytes] = []
@@ -191,6 +192,10 @@ class ActorManager:
                 return
             if "infeasible" in reply:
                 return
+            if owned.dead:  # killed (ray.kill, handle gone) while the lease was pending
+                with contextlib.suppress(RayConnectionError):
+                    raylet.notify("return_lease", reply["worker_id"], True)
+                return
             try:
                 peer = core.connect_worker(reply["address"], self._on_actor_peer_lost)
             except (OSError, RayConnectionError) as exc:
@@ -228,7 +233,17 @@ class ActorManager:
 
         fut.add_done_callback(on_reply)
 
+    def _stop_creating_worker(self, owned: _Owned) -> None:
+        """Take back the worker leased for a constructor that must not finish: the
+        raylet kills it (the worker itself would ignore kill_actor until it is one)."""
+        if owned.worker_id is not None and owned.raylet is not None:
+            with contextlib.suppress(RayConnectionError):
+                owned.raylet.notify("return_lease", owned.worker_id, True)
+
     def _created(self, owned: _Owned, lease_reply, results, error):
+        if owned.dead:  # killed while its constructor ran: stop the worker, stay dead
+            self._stop_creating_worker(owned)
+            return
         if error is not None:
             self._mark_dead(owned.actor_id, f"its worker died during creation: {error}")
             return
@@ -417,6 +432,9 @@ class ActorManager:
 
     def _mark_dead(self, actor_id: bytes, cause: str, cause_error=None, **_):
         text = f"The actor {actor_id.hex()} is dead: {cause}"
+        owned = self.owned.get(actor_id)
+        if owned is not None:
+            owned.dead = True  # first: failing the creation task below reaches _created
         try:
             self._table_put(actor_id, state=DEAD, address=None, death_cause=text)
         except Exception:
@@ -424,7 +442,6 @@ class ActorManager:
         client = self.clients.get(actor_id)
         if client is not None:
             self._fail_all(client, text)
-        owned = self.owned.get(actor_id)
         if owned is not None and owned.pinned:
             pinned, owned.pinned = owned.pinned, []
             self.core.refs.remove_submitted(pinned)
@@ -464,6 +481,9 @@ class ActorManager:
         if address is None:
             if no_restart:
                 self._mark_dead(actor_id, "it was killed with ray.kill before it started")
+                owned = self.owned.get(actor_id)
+                if owned is not None:  # its constructor may be running already
+                    self._stop_creating_worker(owned)
             return
         try:
             peer = self.core.connect_worker(address, self._on_actor_peer_lost)
