@@ -102,10 +102,15 @@ def main(smoke_test: bool = False, local_dir: str | None = None):
     )
 
 
-if __name__ == "__main__":
+def run_cli(main, metric: str = "mean_accuracy") -> None:
+    """The command line every digits example shares: ``--smoke-test``, then the best config."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--smoke-test", action="store_true")
     args = parser.parse_args()
     ray.init()
     analysis = main(args.smoke_test)
-    print("Best config:", analysis.get_best_config("mean_accuracy"))
+    print("Best config:", analysis.get_best_config(metric))
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -8,7 +8,6 @@ checkpointing through ``_save``/``_restore``, so PBT can copy good trials' weigh
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -18,7 +17,6 @@ import cloudpickle
 import mnist_pytorch
 import numpy as np
 
-import ray
 from ray import tune
 from ray.tune.schedulers import PopulationBasedTraining
 
@@ -78,9 +76,4 @@ def main(smoke_test: bool = False, local_dir: str | None = None):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--smoke-test", action="store_true")
-    args = parser.parse_args()
-    ray.init()
-    analysis = main(args.smoke_test)
-    print("Best config:", analysis.get_best_config("mean_accuracy"))
+    mnist_pytorch.run_cli(main)

@@ -12,7 +12,6 @@ AsyncHyperBand (ASHA) stopping the trials that lag at each rung, measured in
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -22,7 +21,6 @@ import cloudpickle
 import mnist_pytorch
 import numpy as np
 
-import ray
 from ray import tune
 from ray.tune.schedulers import AsyncHyperBandScheduler
 
@@ -56,9 +54,4 @@ def main(smoke_test: bool = False, local_dir: str | None = None):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--smoke-test", action="store_true")
-    args = parser.parse_args()
-    ray.init()
-    analysis = main(args.smoke_test)
-    print("Best config:", analysis.get_best_config("mean_accuracy"))
+    mnist_pytorch.run_cli(main)

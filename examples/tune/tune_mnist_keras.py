@@ -13,7 +13,6 @@ model is the digits CNN of mnist_pytorch.py; AsyncHyperBand stops weak trials ea
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -23,7 +22,6 @@ import cloudpickle
 import mnist_pytorch
 import numpy as np
 
-import ray
 from ray import tune
 from ray.tune.schedulers import AsyncHyperBandScheduler
 
@@ -109,9 +107,4 @@ def main(smoke_test: bool = False, local_dir: str | None = None):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--smoke-test", action="store_true")
-    args = parser.parse_args()
-    ray.init()
-    analysis = main(args.smoke_test)
-    print("Best config:", analysis.get_best_config("mean_accuracy"))
+    mnist_pytorch.run_cli(main)

@@ -12,7 +12,6 @@ every few steps; trials stop at 99% test accuracy or after the last epoch.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -21,7 +20,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cloudpickle
 import mnist_pytorch
 
-import ray
 from ray import tune
 
 cloudpickle.register_pickle_by_value(mnist_pytorch)  # workers lack this directory on their path
@@ -46,9 +44,4 @@ def main(smoke_test: bool = False, local_dir: str | None = None):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--smoke-test", action="store_true")
-    args = parser.parse_args()
-    ray.init()
-    analysis = main(args.smoke_test)
-    print("Best config:", analysis.get_best_config("mean_accuracy"))
+    mnist_pytorch.run_cli(main)

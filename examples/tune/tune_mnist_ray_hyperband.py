@@ -13,7 +13,6 @@ is exercised for real.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -24,7 +23,6 @@ import mnist_pytorch
 import mnist_pytorch_trainable
 import numpy as np
 
-import ray
 from ray import tune
 from ray.tune.schedulers import HyperBandScheduler
 
@@ -53,9 +51,4 @@ def main(smoke_test: bool = False, local_dir: str | None = None):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--smoke-test", action="store_true")
-    args = parser.parse_args()
-    ray.init()
-    analysis = main(args.smoke_test)
-    print("Best config:", analysis.get_best_config("mean_accuracy"))
+    mnist_pytorch.run_cli(main)
