@@ -14,6 +14,7 @@ import pytest
 import ray
 from ray.data import _blocks
 from ray.data._transforms import FilterRows, MapBatches
+from ray.data.aggregate import Count, Max, Min, Sum
 
 # -- pure block functions (no cluster) ---------------------------------------------------
 
@@ -25,8 +26,10 @@ def test_row_blocks_slice_concat_and_batch_like_frames():
     assert batch["a"].tolist() == [0, 1, 2, 3, 4] and batch["s"][4] == "x4"
     meta = _blocks.metadata_of(rows)
     assert (meta.num_rows, meta.schema.names, meta.is_pandas) == (5, ("a", "s"), False)
-    partial = _blocks.partial_aggregate(rows + [{"a": None, "s": "y"}], ["a"])["a"]
-    assert (partial.count, partial.nulls, partial.sum, partial.min, partial.max) == (5, 1, 10, 0, 4)
+    with_null = _blocks.Group(rows + [{"a": None, "s": "y"}], 0, 6)
+    results = [agg.finalize(agg.accumulate_group(agg.init(None), with_null))
+               for agg in (Count(), Count("a", ignore_nulls=True), Sum("a"), Min("a"), Max("a"))]
+    assert results == [6, 5, 10, 0, 4]
 
 
 def test_blocks_without_pandas_are_lists_of_rows(monkeypatch):

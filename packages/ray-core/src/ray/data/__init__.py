@@ -14,9 +14,12 @@ say ``pip install pandas`` when it is missing. Modin's Ray engine uses
 convert both ways.
 """
 
+from ray.data import aggregate
 from ray.data._blocks import BlockMetadata, Schema
+from ray.data._grouped import GroupedData
 from ray.data.dataset import Dataset, MaterializedDataset
 from ray.data.read_api import (
+    from_arrow,
     from_items,
     from_modin,
     from_numpy,
@@ -25,13 +28,20 @@ from ray.data.read_api import (
     from_pandas_refs,
     range,
     read_csv,
+    read_json,
+    read_numpy,
+    read_parquet,
+    read_text,
 )
 
 __all__ = [
     "BlockMetadata",
     "Dataset",
+    "GroupedData",
     "MaterializedDataset",
     "Schema",
+    "aggregate",
+    "from_arrow",
     "from_items",
     "from_modin",
     "from_numpy",
@@ -40,4 +50,8 @@ __all__ = [
     "from_pandas_refs",
     "range",
     "read_csv",
+    "read_json",
+    "read_numpy",
+    "read_parquet",
+    "read_text",
 ]

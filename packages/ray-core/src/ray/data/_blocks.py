@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -276,90 +274,88 @@ def _stack(values) -> np.ndarray:
     return np.array(values)
 
 
-# -- aggregation ----------------------------------------------------------------------
+# -- columns and groups (what sort, groupby and aggregates read) -----------------------
 
 
-@dataclass(frozen=True)
-class ColumnPartial:
-    """One block's share of sum/min/max/mean over one column."""
-
-    count: int  # non-null values
-    nulls: int
-    sum: Any
-    min: Any
-    max: Any
-
-    def merge(self, other: ColumnPartial) -> ColumnPartial:
-        return ColumnPartial(
-            self.count + other.count,
-            self.nulls + other.nulls,
-            _combine(self.sum, other.sum, lambda a, b: a + b),
-            _combine(self.min, other.min, min),
-            _combine(self.max, other.max, max),
-        )
+def column_names(block) -> list:
+    return list(block.columns) if is_pandas(block) else _ordered_keys(block)
 
 
-def _combine(a, b, op):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return op(a, b)
+def column_array(block, name) -> np.ndarray:
+    """Column ``name`` as one numpy array; nulls in an object column become None (so
+    ``==`` between two of them is a plain bool, as pandas' ``NA`` is not)."""
+    if name not in column_names(block):
+        if not num_rows(block):
+            return np.empty(0, dtype=object)
+        raise ValueError(f"no column {name!r} in this block (columns: {column_names(block)})")
+    if is_pandas(block):
+        values = block[name].to_numpy()
+    else:
+        values = np.empty(len(block), dtype=object)
+        values[:] = [row.get(name) for row in block]
+        if len(values) and not any(isinstance(v, (np.ndarray, list, dict)) for v in values):
+            values = _tighten(values)
+    if values.dtype == object:
+        nulls = null_mask(values)
+        if nulls.any():
+            values = values.copy()
+            values[nulls] = None
+    return values
 
 
-def _is_null(value) -> bool:
+def _tighten(values: np.ndarray) -> np.ndarray:
+    # A column of plain numbers (no None) gets a numeric dtype, as pandas would give it.
+    try:
+        tight = np.array(values.tolist())
+    except (TypeError, ValueError):
+        return values
+    return tight if tight.dtype.kind in "biuf" and tight.shape == values.shape else values
+
+
+def null_mask(values: np.ndarray) -> np.ndarray:
+    """True where ``values`` holds a null: None, NaN, NaT (or pandas' NA)."""
+    kind = values.dtype.kind
+    if kind in "fc":
+        return np.isnan(values)
+    if kind in "mM":
+        return np.isnat(values)
+    if kind != "O":
+        return np.zeros(len(values), dtype=bool)
+    pd = pandas_or_none()
+    if pd is not None:
+        return np.asarray(pd.isna(values), dtype=bool)
+    return np.fromiter((is_null(v) for v in values), dtype=bool, count=len(values))
+
+
+def is_null(value) -> bool:
     if value is None:
         return True
-    try:
+    if isinstance(value, (float, np.floating, np.datetime64, np.timedelta64)):
         return bool(value != value)  # NaN, NaT
-    except (TypeError, ValueError):
-        return False
+    pd = pandas_or_none()
+    return pd is not None and value is pd.NA
 
 
-def _python_scalar(value):
-    return value.item() if isinstance(value, np.generic) else value
+class Group:
+    """Rows ``[start, end)`` of ``block``: what an aggregation folds in. Groups of one
+    block share ``arrays`` so each column is converted to numpy once."""
 
+    def __init__(self, block, start: int, end: int, arrays: dict | None = None):
+        self._block, self.start, self.end = block, start, end
+        self._arrays = {} if arrays is None else arrays
 
-def column_values(block, column) -> list:
-    names = list(block.columns) if is_pandas(block) else _ordered_keys(block)
-    if num_rows(block) and column not in names:
-        raise KeyError(column)
-    if is_pandas(block):
-        return block[column].tolist() if column in block.columns else []
-    return [row.get(column) for row in block]
+    @property
+    def num_rows(self) -> int:
+        return self.end - self.start
 
+    def column(self, name) -> np.ndarray:
+        if name not in self._arrays:
+            self._arrays[name] = column_array(self._block, name)
+        return self._arrays[name][self.start:self.end]
 
-def partial_aggregate(block, columns: list) -> dict:
-    """column -> ColumnPartial for this block."""
-    partials = {}
-    for column in columns:
-        if is_pandas(block) and column in block.columns and block[column].dtype.kind in "biuf":
-            partials[column] = _numeric_series_partial(block[column])
-            continue
-        values = column_values(block, column)
-        present = [_python_scalar(v) for v in values if not _is_null(v)]
-        if present and not all(isinstance(v, (numbers.Number, np.number)) for v in present):
-            kinds = sorted({type(v).__name__ for v in present})
-            raise TypeError(f"column {column!r} is not numeric (holds {', '.join(kinds)})")
-        partials[column] = ColumnPartial(
-            count=len(present),
-            nulls=len(values) - len(present),
-            sum=sum(present) if present else None,
-            min=min(present) if present else None,
-            max=max(present) if present else None,
-        )
-    return partials
+    def block(self):
+        piece = slice_block(self._block, self.start, self.end)
+        return piece.reset_index(drop=True) if is_pandas(piece) else piece
 
-
-def _numeric_series_partial(series) -> ColumnPartial:
-    # Vectorized: a numeric pandas column never holds anything but numbers and NaN.
-    present = series.dropna()
-    if not len(present):
-        return ColumnPartial(0, len(series), None, None, None)
-    return ColumnPartial(
-        count=len(present),
-        nulls=len(series) - len(present),
-        sum=_python_scalar(present.sum()),
-        min=_python_scalar(present.min()),
-        max=_python_scalar(present.max()),
-    )
+    def rows(self) -> Iterator[dict]:
+        return iter_rows(slice_block(self._block, self.start, self.end))

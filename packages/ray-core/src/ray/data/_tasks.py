@@ -4,13 +4,10 @@ counts and schemas without fetching blocks."""
 
 from __future__ import annotations
 
-import csv
-import os
-
 import numpy as np
 
 import ray
-from ray.data import _blocks
+from ray.data import _blocks, _sort
 
 
 @ray.remote
@@ -70,33 +67,41 @@ def concat_parts(seed: list[int] | None, *parts):
 
 
 @ray.remote
-def aggregate_block(block, columns: list) -> dict:
-    return _blocks.partial_aggregate(block, columns)
-
-
-@ray.remote(num_returns=2)
-def read_csv_file(path: str, include_paths: bool, pandas_kwargs: dict):
-    pd = _blocks.require_pandas("ray.data.read_csv")
-    out = pd.read_csv(path, **pandas_kwargs)
-    if include_paths:
-        out["path"] = path
-    return out, _blocks.metadata_of(out)
+def accumulate_block(block, aggs: tuple) -> list:
+    """Each aggregation's accumulator over the whole block."""
+    group = _blocks.Group(block, 0, _blocks.num_rows(block))
+    return [agg.accumulate_group(agg.init(None), group) for agg in aggs]
 
 
 @ray.remote
-def write_csv_block(block, path: str, pandas_kwargs: dict) -> str:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if _blocks.is_pandas(block):
-        block.to_csv(path, index=False, **pandas_kwargs)
-        return path
-    if pandas_kwargs:
-        _blocks.require_pandas(f"write_csv options {sorted(pandas_kwargs)}")
-    names = _blocks.schema_of(block).names if block else ()
-    with open(path, "w", newline="") as f:  # no pandas here: the csv module writes the rows
-        writer = csv.DictWriter(f, fieldnames=names)
-        writer.writeheader()
-        writer.writerows(block)
-    return path
+def sample_sort_keys(block, key: _sort.SortKey, count: int, seed: list[int]) -> list[tuple]:
+    return _sort.sample_keys(block, key, count, seed)
+
+
+@ray.remote
+def split_by_boundaries(block, key: _sort.SortKey, boundaries: list[tuple]):
+    """The map side of a sort: this block sorted and cut at the boundaries."""
+    parts = _sort.split_sorted(block, key, boundaries)
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+@ray.remote(num_returns=2)
+def merge_sorted(key: _sort.SortKey, *parts):
+    """The reduce side of a sort: the k-th pieces of every block, joined and sorted."""
+    out = _sort.sort_block(_blocks.concat_blocks(list(parts)), key)
+    return out, _blocks.metadata_of(out)
+
+
+@ray.remote(num_returns=2)
+def zip_blocks(*blocks):
+    """The columns of ``blocks`` (equal row counts) side by side; a repeated column
+    name gets the suffix ``_1``, ``_2``, ... (the index of the dataset it came from)."""
+    columns: dict = {}
+    for index, block in enumerate(blocks):
+        for name, values in _blocks.to_numpy_dict(block).items():
+            columns[name if name not in columns else f"{name}_{index}"] = values
+    out = _blocks.block_from_batch(columns) if any(_blocks.num_rows(b) for b in blocks) else blocks[0]
+    return out, _blocks.metadata_of(out)
 
 
 @ray.remote

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ray.data import _blocks
+from ray.data import _blocks, _sort
 
 
 def _describe(fn) -> str:
@@ -88,15 +88,21 @@ class MapBatches(UserFunction):
         step = self.batch_size or max(size, 1)
         outputs = []
         for start in range(0, size, step):
-            batch = _blocks.to_batch(_blocks.slice_block(block, start, start + step), self.batch_format)
-            if not self.zero_copy_batch:
-                batch = _writable_copy(batch)
-            result = self.call(batch)
-            results = result if inspect.isgenerator(result) else [result]
-            outputs.extend(_blocks.block_from_batch(r) for r in results)
+            piece = _blocks.slice_block(block, start, start + step)
+            outputs.extend(_call_on_batch(self, piece, self.batch_format, self.zero_copy_batch))
         if not outputs:  # an empty block: keep its columns
             return block
         return _blocks.concat_blocks(outputs)
+
+
+def _call_on_batch(fn: UserFunction, piece, batch_format, zero_copy_batch: bool) -> list:
+    """The blocks ``fn`` returns (or yields) for ``piece`` given as a ``batch_format`` batch."""
+    batch = _blocks.to_batch(piece, batch_format)
+    if not zero_copy_batch:
+        batch = _writable_copy(batch)
+    result = fn.call(batch)
+    results = result if inspect.isgenerator(result) else [result]
+    return [_blocks.block_from_batch(r) for r in results]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,3 +143,77 @@ def _writable_copy(batch):
     if hasattr(batch, "copy"):
         return batch.copy()
     return copy.deepcopy(batch)
+
+
+# -- per group: the blocks here are sorted by the group key (see ``_sort``) ------------
+
+
+def _group_key(group: _blocks.Group, columns: tuple):
+    values = tuple(_plain(group.column(c)[0]) for c in columns)
+    return values[0] if len(values) == 1 else values
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+@dataclasses.dataclass(frozen=True)
+class AggregateGroups:
+    """One output row per run of equal keys: the key columns, then each aggregation."""
+
+    key_columns: tuple
+    aggs: tuple
+
+    def __call__(self, block):
+        arrays: dict = {}
+        rows = []
+        for start, end in _sort.key_runs(block, self.key_columns):
+            group = _blocks.Group(block, start, end, arrays)
+            key = _group_key(group, self.key_columns)
+            row = dict(zip(self.key_columns, key if len(self.key_columns) > 1 else (key,)))
+            for agg in self.aggs:
+                row[agg.name] = agg.finalize(agg.accumulate_group(agg.init(key), group))
+            rows.append(row)
+        return _blocks.build_block(rows)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MapGroups(UserFunction):
+    """``fn`` on each group (in ``batch_format``); what it returns, joined."""
+
+    key_columns: tuple
+    batch_format: str | None = "default"
+    zero_copy_batch: bool = True
+
+    def __call__(self, block):
+        outputs = []
+        runs = _sort.key_runs(block, self.key_columns) if self.key_columns else [(0, _blocks.num_rows(block))]
+        for start, end in runs:
+            piece = _blocks.slice_block(block, start, end)
+            if _blocks.is_pandas(piece):
+                piece = piece.reset_index(drop=True)
+            outputs.extend(_call_on_batch(self, piece, self.batch_format, self.zero_copy_batch))
+        return _blocks.concat_blocks(outputs) if outputs else _blocks.build_block([])
+
+
+@dataclasses.dataclass(frozen=True)
+class RenameColumns:
+    mapping: tuple  # (old, new) pairs
+
+    def __call__(self, block):
+        names = dict(self.mapping)
+        if _blocks.is_pandas(block):
+            return block.rename(columns=names)
+        return [{names.get(k, k): v for k, v in row.items()} for row in block]
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleRows:
+    """Each row kept with probability ``fraction`` (Bernoulli; ``seed`` per block)."""
+
+    fraction: float
+    seed: tuple
+
+    def __call__(self, block):
+        keep = np.random.default_rng(list(self.seed)).random(_blocks.num_rows(block)) < self.fraction
+        return _blocks.take_rows(block, np.flatnonzero(keep))

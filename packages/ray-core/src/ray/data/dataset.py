@@ -18,16 +18,24 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
-from ray.data import _blocks, _tasks
+from ray.data import _blocks, _io, _sort, _tasks
 from ray.data._blocks import BlockMetadata, Schema
+from ray.data._grouped import GroupedData
 from ray.data._transforms import (
     AddColumn,
     FilterRows,
     FlatMapRows,
     MapBatches,
     MapRows,
+    RenameColumns,
+    SampleRows,
     SelectColumns,
 )
+from ray.data.aggregate import AggregateFn, Max, Mean, Min, Std, Sum
+
+# Keys each block samples for a sort's boundaries: enough for even partitions of
+# small datasets, a negligible cost next to sorting a block.
+_SORT_SAMPLES_PER_BLOCK = 32
 
 
 class Dataset:
@@ -244,7 +252,91 @@ class Dataset:
         ranges = [(s, min(s + c, limit)) for s, c in zip(starts, counts) if s < limit]
         return _from_pairs(self._row_ranges(ranges or [(0, 0)]))
 
+    def split_at_indices(self, indices: list[int]) -> list[Dataset]:
+        """``len(indices) + 1`` Datasets: rows ``[0, indices[0])``, ``[indices[0],
+        indices[1])``, ... (indices past the end give empty Datasets)."""
+        total = self.count()
+        return [_from_pairs([pair]) for pair in self._row_ranges(_sort.index_ranges(indices, total))]
+
+    def split_proportionately(self, proportions: list[float]) -> list[Dataset]:
+        """``len(proportions) + 1`` Datasets, the i-th with ``proportions[i]`` of the
+        rows (the last takes the rest); every split gets at least one row."""
+        return self.split_at_indices(_sort.proportion_indices(proportions, self.count()))
+
+    def train_test_split(self, test_size: float | int, *, shuffle: bool = False,
+                         seed: int | None = None) -> tuple[Dataset, Dataset]:
+        """``(train, test)``: ``test_size`` a fraction in (0, 1) or a row count; the
+        test rows are the last ones (after a ``random_shuffle(seed=)`` if ``shuffle``)."""
+        ds = self.random_shuffle(seed=seed) if shuffle else self
+        total = ds.count()
+        if isinstance(test_size, float):
+            if not 0 < test_size < 1:
+                raise ValueError(f"a float test_size must be between 0 and 1, got {test_size}")
+            train, test = ds.split_proportionately([1 - test_size])
+            return train, test
+        if not isinstance(test_size, int) or not 0 < test_size < total:
+            raise ValueError(
+                f"test_size must be a float in (0, 1) or an int in [1, {total - 1}] "
+                f"(this dataset has {total} rows), got {test_size!r}"
+            )
+        train, test = ds.split_at_indices([total - test_size])
+        return train, test
+
+    def zip(self, *others: Dataset) -> Dataset:
+        """The columns of this dataset and ``others`` side by side, row by row (the
+        datasets need equal row counts; a repeated column name gets ``_1``, ``_2``...).
+        The others' rows are re-cut by tasks to line up with this dataset's blocks."""
+        for other in others:
+            if not isinstance(other, Dataset):
+                raise TypeError(f"zip takes Datasets, got {type(other).__name__}")
+        counts = [m.num_rows for m in self._resolved_metadata()]
+        for other in others:
+            if other.count() != sum(counts):
+                raise ValueError(
+                    f"zip needs datasets with the same number of rows: this one has {sum(counts)}, "
+                    f"the other {other.count()}; use limit() or split_at_indices() to match them"
+                )
+        ranges = [(sum(counts[:i]), sum(counts[:i + 1])) for i in range(len(counts))]
+        aligned = [[ref for ref, _ in other._row_ranges(ranges)] for other in others]
+        return _from_pairs([
+            _tasks.zip_blocks.remote(block, *[parts[i] for parts in aligned])
+            for i, block in enumerate(self._blocks)
+        ])
+
+    def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
+        """Each row kept with probability ``fraction`` (so about ``fraction * count()``
+        rows); ``seed`` makes it repeatable."""
+        if not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+            raise ValueError(f"fraction must be between 0 and 1, got {fraction!r}")
+        seed = _seed(seed)
+        return _from_pairs([
+            _tasks.transform_block.remote(block, SampleRows(float(fraction), (seed, i)))
+            for i, block in enumerate(self._blocks)
+        ])
+
     # -- columns -------------------------------------------------------------------------
+
+    def rename_columns(self, names, *, concurrency=None) -> Dataset:
+        """Rename columns: ``names`` maps old to new names, or lists a new name for
+        every column in order."""
+        current = self.columns() or []
+        if isinstance(names, dict):
+            self._known_columns(list(names), "rename_columns")
+            mapping = tuple(names.items())
+        elif isinstance(names, (list, tuple)):
+            if len(names) != len(current):
+                raise ValueError(
+                    f"rename_columns got {len(names)} names for {len(current)} columns {current}; "
+                    "give one new name per column, or a dict {old: new}"
+                )
+            mapping = tuple(zip(current, names))
+        else:
+            raise TypeError(f"rename_columns takes a dict {{old: new}} or a list of names, got {names!r}")
+        new = [dict(mapping).get(c, c) for c in current]
+        if len(set(new)) != len(new):
+            raise ValueError(f"rename_columns would give two columns the same name: {new}")
+        return self._per_block(RenameColumns(mapping), concurrency=concurrency, ray_remote_args={})
+
 
     def select_columns(self, cols: list[str]) -> Dataset:
         """Only the columns ``cols``, in that order."""
@@ -346,20 +438,37 @@ class Dataset:
         for row in self.take(limit):
             print(row)
 
-    # -- aggregates --------------------------------------------------------------------
+    # -- aggregates ----------------------------------------------------------------------
 
-    def _aggregate(self, kind: str, on, ignore_nulls: bool):
-        columns = self._aggregate_columns(on)
-        partials = ray.get([_tasks.aggregate_block.remote(ref, columns) for ref in self._blocks])
+    def _checked_aggs(self, aggs) -> tuple:
+        for agg in aggs:
+            if not isinstance(agg, AggregateFn):
+                raise TypeError(
+                    f"aggregate takes ray.data.aggregate objects (Count(), Sum('col'), "
+                    f"AggregateFn(...)), got {type(agg).__name__}: {agg!r:.60}"
+                )
+        if not aggs:
+            raise ValueError("aggregate needs at least one aggregation, e.g. aggregate(Count())")
+        self._aggregate_columns([c for agg in aggs for c in agg.columns()])
+        return tuple(aggs)
+
+    def aggregate(self, *aggs: AggregateFn) -> dict:
+        """``{agg.name: result}`` over the whole dataset: each block is folded by a
+        task, the driver merges the accumulators and finalizes them."""
+        aggs = self._checked_aggs(aggs)
+        per_block = ray.get([_tasks.accumulate_block.remote(ref, aggs) for ref in self._blocks])
         results = {}
-        for column in columns:
-            merged = None
-            for partial in partials:
-                merged = partial[column] if merged is None else merged.merge(partial[column])
-            results[f"{kind}({column})"] = _finish(kind, merged, ignore_nulls)
-        if isinstance(on, str):
-            return results[f"{kind}({on})"]
+        for i, agg in enumerate(aggs):
+            acc = agg.init(None)
+            for accs in per_block:
+                acc = agg.merge(acc, accs[i])
+            results[agg.name] = agg.finalize(acc)
         return results
+
+    def _column_aggregate(self, agg_cls, on, ignore_nulls: bool, **extra):
+        columns = self._aggregate_columns(on)
+        results = self.aggregate(*[agg_cls(c, ignore_nulls=ignore_nulls, **extra) for c in columns])
+        return next(iter(results.values())) if isinstance(on, str) else results
 
     def _aggregate_columns(self, on) -> list:
         names = self.columns() or []
@@ -372,17 +481,69 @@ class Dataset:
         return columns
 
     def sum(self, on=None, ignore_nulls: bool = True):
-        """Sum of column ``on`` (a list or None: a dict ``{"sum(col)": value}``)."""
-        return self._aggregate("sum", on, ignore_nulls)
+        """Sum of column ``on`` (a list or None: a dict ``{"sum(col)": value}``); None
+        when there are no values."""
+        return self._column_aggregate(Sum, on, ignore_nulls)
 
     def min(self, on=None, ignore_nulls: bool = True):
-        return self._aggregate("min", on, ignore_nulls)
+        return self._column_aggregate(Min, on, ignore_nulls)
 
     def max(self, on=None, ignore_nulls: bool = True):
-        return self._aggregate("max", on, ignore_nulls)
+        return self._column_aggregate(Max, on, ignore_nulls)
 
     def mean(self, on=None, ignore_nulls: bool = True):
-        return self._aggregate("mean", on, ignore_nulls)
+        return self._column_aggregate(Mean, on, ignore_nulls)
+
+    def std(self, on=None, ddof: int = 1, ignore_nulls: bool = True):
+        """Standard deviation with divisor ``N - ddof`` (merged per block, one pass)."""
+        return self._column_aggregate(Std, on, ignore_nulls, ddof=ddof)
+
+    def unique(self, column: str) -> list:
+        """The distinct values of ``column``, in sorted order (null last), found by a
+        groupby."""
+        self._aggregate_columns([column])
+        return [row[column] for row in self.groupby(column).count().iter_rows()]
+
+    # -- sort and groupby --------------------------------------------------------------
+
+    def sort(self, key, descending=False, boundaries=None) -> Dataset:
+        """The rows ordered by ``key`` (a column or a list), ascending unless
+        ``descending`` (a bool, or one per column); nulls last. A distributed sort:
+        blocks sample their keys, the driver picks boundaries, tasks range-partition
+        every block, and one task per output block sorts its partition.
+        ``boundaries`` (optional, Ray's spelling) gives the partition boundaries
+        instead: key values (tuples for several columns) in any order."""
+        sort_key = _sort.SortKey.of(key, descending)
+        sort_key.check_columns(self.columns(), "sort")
+        return self._sorted_by(sort_key, None, boundaries)
+
+    def _sorted_by(self, sort_key: _sort.SortKey, num_parts: int | None, boundaries=None) -> Dataset:
+        live = [ref for ref, m in zip(self._blocks, self._resolved_metadata()) if m.num_rows]
+        if not live:
+            return self
+        if boundaries is not None:
+            boundaries = _sort.given_boundaries(boundaries, sort_key)
+        else:
+            samples = ray.get([
+                _tasks.sample_sort_keys.remote(ref, sort_key, _SORT_SAMPLES_PER_BLOCK, [i])
+                for i, ref in enumerate(live)
+            ])
+            samples = [s for part in samples for s in part]
+            boundaries = _sort.choose_boundaries(samples, sort_key, num_parts or len(live))
+        num_parts = len(boundaries) + 1
+        split = _tasks.split_by_boundaries.options(num_returns=num_parts)
+        parts = [split.remote(ref, sort_key, boundaries) for ref in live]
+        if num_parts == 1:
+            parts = [[ref] for ref in parts]
+        return _from_pairs([
+            _tasks.merge_sorted.remote(sort_key, *[p[k] for p in parts]) for k in range(num_parts)
+        ])
+
+    def groupby(self, key, num_partitions: int | None = None) -> GroupedData:
+        """Group rows by ``key`` (a column, a list of them, or None for one group of
+        every row); aggregate with ``count``/``sum``/``min``/``max``/``mean``/``std``/
+        ``aggregate`` or transform with ``map_groups``."""
+        return GroupedData(self, key, num_partitions=num_partitions)
 
     # -- conversion and output ---------------------------------------------------------
 
@@ -417,32 +578,46 @@ class Dataset:
             raise ImportError("Dataset.to_modin needs modin: pip install modin") from e
         return from_partitions(self.to_pandas_refs(), axis=0)
 
-    def write_csv(self, path: str, **pandas_kwargs) -> None:
-        """One CSV file per block under directory ``path`` (written by tasks)."""
-        directory = _local_path(path)
+    def _write(self, path: str, fmt: str, suffix: str, options: dict) -> None:
+        """One file per block under directory ``path``, each written by a task."""
+        directory = _io.local_path(path)
         prefix = uuid.uuid4().hex[:12]
         ray.get([
-            _tasks.write_csv_block.remote(
-                ref, os.path.join(directory, f"{prefix}_{i:06d}.csv"), pandas_kwargs
-            )
+            _io.write_file_task.remote(ref, os.path.join(directory, f"{prefix}_{i:06d}.{suffix}"), fmt, options)
             for i, (ref, meta) in enumerate(zip(self._blocks, self._resolved_metadata()))
             if meta.num_rows or i == 0
         ])
+
+    def write_csv(self, path: str, **pandas_kwargs) -> None:
+        """One CSV file per block under directory ``path`` (written by tasks);
+        keywords go to ``pandas.DataFrame.to_csv``."""
+        self._write(path, "csv", "csv", pandas_kwargs)
+
+    def write_json(self, path: str) -> None:
+        """One JSON lines file (``.json``, an object per row) per block under ``path``."""
+        self._write(path, "json", "json", {})
+
+    def write_parquet(self, path: str, **arrow_parquet_args) -> None:
+        """One Parquet file per block under ``path`` (needs pyarrow); keywords go to
+        ``pyarrow.parquet.write_table`` (e.g. ``compression="zstd"``)."""
+        _blocks.require_pyarrow("Dataset.write_parquet")
+        self._write(path, "parquet", "parquet", arrow_parquet_args)
+
+    def write_numpy(self, path: str, *, column: str) -> None:
+        """Column ``column`` as one ``.npy`` file per block under ``path``."""
+        self._aggregate_columns([column])
+        self._write(path, "numpy", "npy", {"column": column})
 
 
 MaterializedDataset = Dataset
 
 
-def _finish(kind: str, partial, ignore_nulls: bool):
-    if partial is None or (partial.nulls and not ignore_nulls) or partial.count == 0:
-        return None
-    if kind == "mean":
-        return partial.sum / partial.count
-    return getattr(partial, kind)
-
-
 def _from_pairs(pairs: list) -> Dataset:
     return Dataset([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def _from_rows(rows: list[dict]) -> Dataset:
+    return _from_pairs([_put_block(_blocks.build_block(rows))])
 
 
 def _even_ranges(total: int, parts: int) -> list[tuple[int, int]]:
@@ -514,12 +689,3 @@ def _actor_count(concurrency, compute, cls, what: str) -> int:
             "pass concurrency=N (the number of actors)"
         )
     return count
-
-
-def _local_path(path: str) -> str:
-    for scheme in ("local://", "file://"):
-        if path.startswith(scheme):
-            return path[len(scheme):]
-    if "://" in path:
-        raise ValueError(f"only local paths are supported, got {path!r}")
-    return path

@@ -1,19 +1,18 @@
 """Making Datasets: from driver memory (``from_items``/``from_pandas``/``from_numpy``),
 from ObjectRefs already in the store (``from_pandas_refs``/``from_numpy_refs``, what
-Modin hands over), from tasks (``range``) and from files (``read_csv``)."""
+Modin hands over), from tasks (``range``) and from files (``read_csv``, ``read_json``,
+``read_text``, ``read_numpy``, ``read_parquet``; one task per file, see ``_io``)."""
 
 from __future__ import annotations
 
 import builtins
-import glob
-import os
 
 import numpy as np
 
 import ray
 from ray._private.object_ref import ObjectRef
-from ray.data import _blocks, _tasks
-from ray.data.dataset import Dataset, _local_path, _put_block
+from ray.data import _blocks, _io, _tasks
+from ray.data.dataset import Dataset, _put_block
 
 
 def _num_blocks(num_items: int, parallelism: int, override_num_blocks: int | None) -> int:
@@ -97,32 +96,17 @@ def from_modin(df) -> Dataset:
     return from_pandas_refs(unwrap_partitions(df, axis=0))
 
 
-def _csv_files(paths) -> list[str]:
-    files = []
-    for path in [paths] if isinstance(paths, (str, os.PathLike)) else list(paths):
-        local = _local_path(os.fspath(path))
-        if os.path.isdir(local):
-            found = sorted(
-                p for p in glob.glob(os.path.join(local, "**", "*"), recursive=True)
-                if os.path.isfile(p) and not os.path.basename(p).startswith((".", "_"))
-            )
-            files.extend(found)
-        elif os.path.isfile(local):
-            files.append(local)
-        else:
-            raise FileNotFoundError(f"read_csv: no file or directory {local!r}")
-    if not files:
-        raise FileNotFoundError(f"read_csv: no files under {paths!r}")
-    return [os.path.abspath(f) for f in files]
+def _read(paths, fmt: str, what: str, *, include_paths: bool, override_num_blocks: int | None,
+          options: dict) -> Dataset:
+    outputs = [
+        _io.read_file_task.remote(path, fmt, include_paths, options) for path in _io.list_files(paths, what)
+    ]
+    ds = Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+    return ds.repartition(override_num_blocks) if override_num_blocks else ds
 
 
-def read_csv(
-    paths,
-    *,
-    include_paths: bool = False,
-    override_num_blocks: int | None = None,
-    **pandas_kwargs,
-) -> Dataset:
+def read_csv(paths, *, include_paths: bool = False, override_num_blocks: int | None = None,
+             **pandas_kwargs) -> Dataset:
     """One block per CSV file, each read by a task with ``pandas.read_csv``.
 
     ``paths``: a local file, a directory (every file under it) or a list of them;
@@ -130,11 +114,47 @@ def read_csv(
     same path on every node. Extra keyword arguments go to ``pandas.read_csv``.
     """
     _blocks.require_pandas("ray.data.read_csv")
-    outputs = [
-        _tasks.read_csv_file.remote(path, include_paths, pandas_kwargs) for path in _csv_files(paths)
-    ]
-    ds = Dataset([o[0] for o in outputs], [o[1] for o in outputs])
-    return ds.repartition(override_num_blocks) if override_num_blocks else ds
+    return _read(paths, "csv", "read_csv", include_paths=include_paths,
+                 override_num_blocks=override_num_blocks, options=pandas_kwargs)
+
+
+def read_json(paths, *, include_paths: bool = False, override_num_blocks: int | None = None) -> Dataset:
+    """One block per JSON file: JSON lines (an object per line, what ``write_json``
+    writes) or one JSON array of objects. ``paths`` as for ``read_csv``."""
+    return _read(paths, "json", "read_json", include_paths=include_paths,
+                 override_num_blocks=override_num_blocks, options={})
+
+
+def read_text(paths, *, encoding: str = "utf-8", drop_empty_lines: bool = False,
+              include_paths: bool = False, override_num_blocks: int | None = None) -> Dataset:
+    """A row ``{"text": line}`` per line of every file (one block per file)."""
+    return _read(paths, "text", "read_text", include_paths=include_paths,
+                 override_num_blocks=override_num_blocks,
+                 options={"encoding": encoding, "drop_empty_lines": drop_empty_lines})
+
+
+def read_numpy(paths, *, include_paths: bool = False, override_num_blocks: int | None = None) -> Dataset:
+    """``.npy`` files, one block each: a row ``{"data": array[i]}`` per first-axis entry."""
+    return _read(paths, "numpy", "read_numpy", include_paths=include_paths,
+                 override_num_blocks=override_num_blocks, options={})
+
+
+def read_parquet(paths, *, columns: list[str] | None = None, include_paths: bool = False,
+                 override_num_blocks: int | None = None) -> Dataset:
+    """One block per Parquet file (needs pyarrow: ``pip install pyarrow``);
+    ``columns`` reads only those."""
+    _blocks.require_pyarrow("ray.data.read_parquet")
+    return _read(paths, "parquet", "read_parquet", include_paths=include_paths,
+                 override_num_blocks=override_num_blocks, options={"columns": columns})
+
+
+def from_arrow(tables) -> Dataset:
+    """One block per ``pyarrow.Table`` (needs pyarrow; stored as pandas where it is
+    installed)."""
+    pa = _blocks.require_pyarrow("ray.data.from_arrow")
+    tables = _as_list(tables, pa.Table, "from_arrow takes a pyarrow.Table or a list of them")
+    outputs = [_put_block(_blocks.block_from_batch(t)) for t in tables]
+    return Dataset(*zip(*outputs)) if outputs else _empty()
 
 
 def _empty() -> Dataset:
