@@ -91,21 +91,8 @@ ray.shutdown()
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory):
-    """Wheels of the ray packages, built from a copy of this checkout (no in-tree build/)."""
-    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheels")
-    ignore = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", "tests")
-    dirs = []
-    for name in ("ray-plasma", "ray-core", "ray-autoscaler"):
-        shutil.copytree(os.path.join(ROOT, "packages", name), src / name, ignore=ignore)
-        dirs.append(str(src / name))
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(out), *dirs],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    shutil.rmtree(src)
-    return sorted(str(out / f) for f in os.listdir(out))
+def wheels(build_wheels):
+    return sorted(build_wheels("ray-plasma", "ray-core", "ray-autoscaler").values())
 
 
 @pytest.fixture

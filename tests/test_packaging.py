@@ -37,14 +37,8 @@ def _run(cmd, **kw):
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wheels")
-    found = {}
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-          "-q", "-w", str(out), *[os.path.join(ROOT, "packages", d) for d in PACKAGES]])
-    for name in os.listdir(out):
-        dist = name.split("-")[0].replace("_", "-")
-        found[dist] = os.path.join(out, name)
+def wheels(build_wheels):
+    found = build_wheels(*PACKAGES)
     assert set(found) == set(PACKAGES)
     return found
 

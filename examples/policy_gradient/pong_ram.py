@@ -1,11 +1,10 @@
 """Policy gradients with RLlib (FEATURES EX-012, EX-015): what
 ``rllib train --env=Pong-ram-v4 --run=PPO`` (or ``--run=A3C``) does, from Python.
 
-ale-py >= 0.9 no longer registers the ``-ram`` ids, so this script maps
-``Pong-ram-v4`` to ``ALE/Pong-v5`` with RAM observations (128 bytes, scaled to
-[0, 1]) and hands RLlib the env creator itself (``config["env"]`` may be a
-callable). Any other gymnasium id (``CartPole-v1``, ``ALE/Pong-v5``) goes straight
-through as a name.
+ale-py >= 0.9 no longer registers the ``-ram`` ids, so this script registers
+``Pong-ram-v4`` with ``tune.register_env`` as ``ALE/Pong-v5`` with RAM observations
+(128 bytes, scaled to [0, 1]). Any other gymnasium id (``CartPole-v1``,
+``ALE/Pong-v5``) goes straight through as a name.
 
     python examples/policy_gradient/pong_ram.py --run=PPO --env=Pong-ram-v4      # full size
     python examples/policy_gradient/pong_ram.py --run=A3C --env=Pong-ram-v4 --config='{"num_workers": 4}'
@@ -45,14 +44,14 @@ def main(argv=None):
     parser.add_argument("--local-dir", default=None)
     parser.add_argument("--redis-address", "--address", dest="address", default=None)
     args = parser.parse_args(argv)
-    # A callable rather than tune.register_env("Pong-ram-v4", ...): our Tune keeps its
-    # registry in the driver, so trainer actors would not find a registered name.
-    env = make_pong_ram if args.env == "Pong-ram-v4" else args.env
+    # Tune publishes its registry in the GCS, so the trainer and the rollout workers,
+    # in their own processes, find the name.
+    tune.register_env("Pong-ram-v4", make_pong_ram)
     started = not ray.is_initialized()
     if started:
         ray.init(address=args.address)
     try:
-        trials = tune.run(args.run, config={"env": env, **args.config}, stop=args.stop,
+        trials = tune.run(args.run, config={"env": args.env, **args.config}, stop=args.stop,
                           local_dir=args.local_dir, verbose=1)
     finally:
         if started:

@@ -147,3 +147,24 @@ def test_sigopt_example_script_exits_with_the_message_without_a_key():
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1
     assert "sigopt_example needs" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_nevergrad_in_a_venv_of_its_own(scratch_venv):
+    """nevergrad pins bayesian-optimization==1.4.0 (the main venv has 3.x), so it gets a
+    scratch venv: Tune's searcher tests for it and the example's smoke run go there."""
+    scratch_venv.install("nevergrad", "pytest", "pytest-timeout", packages=("ray-plasma", "ray-core", "ray-tune"))
+    searchers = scratch_venv.run("-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                 "packages/ray-tune/tests/test_tune_searchers.py", "-k", "nevergrad")
+    assert searchers.returncode == 0 and " passed" in searchers.stdout, searchers.stdout + searchers.stderr
+    assert "skipped" not in searchers.stdout, searchers.stdout
+    example = scratch_venv.run("-c", (
+        "import importlib.util, tempfile, ray\n"
+        "spec = importlib.util.spec_from_file_location('ng_example', 'examples/tune/nevergrad_example.py')\n"
+        "example = importlib.util.module_from_spec(spec); spec.loader.exec_module(example)\n"
+        "ray.init(num_cpus=2)\n"
+        "with tempfile.TemporaryDirectory() as d:\n"
+        "    print('statuses', sorted(t.status for t in example.main(True, local_dir=d)))\n"
+        "ray.shutdown()\n"))
+    assert example.returncode == 0, example.stdout + example.stderr[-3000:]
+    assert "statuses " + str(["TERMINATED"] * 6) in example.stdout, example.stdout + example.stderr[-3000:]
