@@ -62,7 +62,7 @@ class SortKey:
     def check_columns(self, names: list | None, what: str) -> None:
         """Raise naming the available columns if a key column is not among ``names``."""
         for column in self.columns:
-            if names is not None and column not in names:
+            if names and column not in names:  # no columns known (empty dataset): nothing to check
                 close = difflib.get_close_matches(column, [str(n) for n in names], n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
                 raise ValueError(f"{what}: no column {column!r} in this dataset (columns: {names}).{hint}")
