@@ -78,6 +78,9 @@ def test_pandas_is_optional_end_to_end_on_a_cluster_without_it(tmp_path):
             assert sorted(r["id"] for r in ds.random_shuffle(seed=1).take_all()) == list(range(10))
             assert ds.select_columns(["sq"]).take(2) == [{"sq": 0}, {"sq": 1}]
             assert ray.data.from_items(["a", "b"]).take() == [{"item": "a"}, {"item": "b"}]
+            assert [r["id"] for r in ds.sort("sq", descending=True).take(3)] == [9, 8, 7]
+            parity = ds.map(lambda r: {"p": r["id"] % 2, "sq": r["sq"]}).groupby("p").sum("sq")
+            assert parity.take_all() == [{"p": 0, "sum(sq)": 120}, {"p": 1, "sum(sq)": 165}], parity.take_all()
             try:
                 ds.to_pandas()
             except ImportError as e:

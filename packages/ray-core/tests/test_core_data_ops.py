@@ -104,6 +104,25 @@ def test_builtin_aggregations_merge_partials_like_one_pass():
     assert Std("x").name == "std(x)" and Count().name == "count()" and Sum("x", alias_name="t").name == "t"
 
 
+def test_grouped_numeric_columns_fold_all_runs_at_once_like_pandas():
+    frame = pd.DataFrame({
+        "k": [1, 1, 2, 2, 2, 3],
+        "f": [0.5, np.nan, np.nan, np.nan, np.nan, 2.0],
+        "i": [4, -1, 7, 7, 0, 9],
+        "b": [True, True, False, True, False, False],
+    })
+    aggs = (Count("f", ignore_nulls=True), Sum("f"), Min("f"), Std("f", ignore_nulls=False), Max("i"),
+            Std("i", ddof=0), Sum("b"), Mean("b"))
+    got = AggregateGroups(("k",), aggs)(frame)
+    grouped = frame.groupby("k")
+    assert got["k"].tolist() == [1, 2, 3] and got["count(f)"].tolist() == [1, 0, 1]
+    assert got["sum(f)"].tolist()[0::2] == [0.5, 2.0] and np.isnan(got["sum(f)"][1])  # no values: None
+    assert got["min(f)"].tolist()[0::2] == [0.5, 2.0] and got["std(f)"].isna().tolist() == [True, True, False]
+    assert got["max(i)"].tolist() == grouped["i"].max().tolist()
+    assert got["std(i)"].tolist() == pytest.approx(grouped["i"].std(ddof=0).tolist())
+    assert got["sum(b)"].tolist() == [2, 1, 0] and got["mean(b)"].tolist() == pytest.approx([1.0, 1 / 3, 0.0])
+
+
 def test_aggregation_arguments_are_checked():
     with pytest.raises(ValueError, match="exactly one of accumulate_row"):
         AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b)

@@ -134,7 +134,17 @@ def build_block(rows: list[dict]):
     if not rows:
         return pd.DataFrame()
     columns = {name: [row.get(name) for row in rows] for name in _ordered_keys(rows)}
-    return pd.DataFrame({name: _column_for_pandas(vals) for name, vals in columns.items()})
+    return build_block_from_columns(columns, len(rows))
+
+
+def build_block_from_columns(columns: dict[str, list], count: int):
+    """A block of ``count`` rows from equal-length lists of values, one per column."""
+    pd = pandas_or_none()
+    if pd is None:
+        return [{name: values[i] for name, values in columns.items()} for i in range(count)]
+    return pd.DataFrame({
+        name: vals if isinstance(vals, np.ndarray) else _column_for_pandas(vals) for name, vals in columns.items()
+    })
 
 
 def _ordered_keys(rows: list[dict]) -> list:
@@ -349,9 +359,13 @@ class Group:
         return self.end - self.start
 
     def column(self, name) -> np.ndarray:
+        return self.block_column(name)[self.start:self.end]
+
+    def block_column(self, name) -> np.ndarray:
+        """Column ``name`` of the whole block this group is part of."""
         if name not in self._arrays:
             self._arrays[name] = column_array(self._block, name)
-        return self._arrays[name][self.start:self.end]
+        return self._arrays[name]
 
     def block(self):
         piece = slice_block(self._block, self.start, self.end)

@@ -148,13 +148,9 @@ def _writable_copy(batch):
 # -- per group: the blocks here are sorted by the group key (see ``_sort``) ------------
 
 
-def _group_key(group: _blocks.Group, columns: tuple):
-    values = tuple(_plain(group.column(c)[0]) for c in columns)
-    return values[0] if len(values) == 1 else values
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
+def _python_values(values: np.ndarray) -> list:
+    # Dates stay numpy scalars: tolist() would turn datetime64[ns] into int nanoseconds.
+    return list(values) if values.dtype.kind in "mM" else values.tolist()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,15 +162,17 @@ class AggregateGroups:
 
     def __call__(self, block):
         arrays: dict = {}
-        rows = []
-        for start, end in _sort.key_runs(block, self.key_columns):
-            group = _blocks.Group(block, start, end, arrays)
-            key = _group_key(group, self.key_columns)
-            row = dict(zip(self.key_columns, key if len(self.key_columns) > 1 else (key,)))
-            for agg in self.aggs:
-                row[agg.name] = agg.finalize(agg.accumulate_group(agg.init(key), group))
-            rows.append(row)
-        return _blocks.build_block(rows)
+        groups = [_blocks.Group(block, start, end, arrays) for start, end in _sort.key_runs(block, self.key_columns)]
+        starts = np.array([g.start for g in groups], dtype=np.int64)
+        key_arrays = [_blocks.column_array(block, c)[starts] for c in self.key_columns]
+        key_lists = [_python_values(a) for a in key_arrays]
+        keys = key_lists[0] if len(key_lists) == 1 else list(zip(*key_lists))
+        # The key columns keep their dtypes (numpy arrays) where the block is a DataFrame.
+        as_frame = _blocks.pandas_or_none() is not None
+        columns = {c: a if as_frame else v for c, a, v in zip(self.key_columns, key_arrays, key_lists)}
+        for agg in self.aggs:
+            columns[agg.name] = [agg.finalize(acc) for acc in agg.accumulate_runs(groups, keys)]
+        return _blocks.build_block_from_columns(columns, len(groups))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

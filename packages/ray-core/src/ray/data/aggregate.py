@@ -70,6 +70,10 @@ class AggregateFn:
             acc = self.accumulate_row(acc, row)
         return acc
 
+    def accumulate_runs(self, groups: list[_blocks.Group], keys: list) -> list:
+        """One accumulator per group; the groups are consecutive runs of one block."""
+        return [self.accumulate_group(self.init(key), group) for group, key in zip(groups, keys)]
+
     def columns(self) -> list:
         """The columns this aggregation reads (checked against the dataset first)."""
         return []
@@ -112,6 +116,23 @@ class _ColumnAggregate(AggregateFn):
         if self.numeric and len(present):
             present = _as_numeric(present, self.on)
         return self._merge(acc, self._of_values(bool(nulls.any()), present))
+
+    def accumulate_runs(self, groups: list[_blocks.Group], keys: list) -> list:
+        # A numeric column folds every run at once with numpy's reduceat (one call per
+        # block, not one per group): a groupby with many small groups stays fast.
+        if not groups or self.on is None or not hasattr(self, "_of_runs"):
+            return super().accumulate_runs(groups, keys)
+        first, last = groups[0], groups[-1]
+        values = first.block_column(self.on)[first.start:last.end]
+        if values.dtype.kind not in "biuf":
+            return super().accumulate_runs(groups, keys)
+        if values.dtype.kind == "b":
+            values = values.astype(np.int64)
+        starts = np.fromiter((g.start - first.start for g in groups), dtype=np.int64, count=len(groups))
+        nulls = _blocks.null_mask(values)
+        counts = np.add.reduceat(~nulls, starts)
+        saw_null = np.logical_or.reduceat(nulls, starts)
+        return self._of_runs(values, nulls, starts, counts, saw_null)
 
     def finalize(self, acc):
         saw_null = acc[0]
@@ -172,6 +193,10 @@ class Sum(_ColumnAggregate):
     def _of_values(self, saw_null, values):
         return (saw_null, len(values), _scalar(values.sum()) if len(values) else 0)
 
+    def _of_runs(self, values, nulls, starts, counts, saw_null):
+        sums = np.add.reduceat(np.where(nulls, 0, values), starts)
+        return list(zip(saw_null.tolist(), counts.tolist(), sums.tolist()))
+
     def _merge(self, a, b):
         return (a[0] or b[0], a[1] + b[1], a[2] + b[2])
 
@@ -201,6 +226,12 @@ class _Extreme(_ColumnAggregate):
         if values.dtype.kind in "biufmM":
             return (saw_null, _scalar(values.min() if self.pick is min else values.max()))
         return (saw_null, _scalar(self._compare(values.tolist())))
+
+    def _of_runs(self, values, nulls, starts, counts, saw_null):
+        if values.dtype.kind == "f":
+            values = np.where(nulls, np.inf if self.pick is min else -np.inf, values)
+        picked = (np.minimum if self.pick is min else np.maximum).reduceat(values, starts)
+        return [(n, v if c else None) for n, c, v in zip(saw_null.tolist(), counts.tolist(), picked.tolist())]
 
     def _compare(self, values: list):
         try:
@@ -256,6 +287,14 @@ class Std(_ColumnAggregate):
         values = values.astype(float)
         mean = float(values.mean())
         return (saw_null, len(values), mean, float(((values - mean) ** 2).sum()))
+
+    def _of_runs(self, values, nulls, starts, counts, saw_null):
+        values = np.where(nulls, 0.0, values.astype(float))
+        means = np.add.reduceat(values, starts) / np.maximum(counts, 1)
+        lengths = np.diff(np.append(starts, len(values)))
+        deviations = np.where(nulls, 0.0, values - np.repeat(means, lengths))
+        m2 = np.add.reduceat(deviations**2, starts)
+        return list(zip(saw_null.tolist(), counts.tolist(), means.tolist(), m2.tolist()))
 
     def _merge(self, a, b):
         count = a[1] + b[1]
