@@ -81,6 +81,8 @@ def test_pandas_is_optional_end_to_end_on_a_cluster_without_it(tmp_path):
             assert [r["id"] for r in ds.sort("sq", descending=True).take(3)] == [9, 8, 7]
             parity = ds.map(lambda r: {"p": r["id"] % 2, "sq": r["sq"]}).groupby("p").sum("sq")
             assert parity.take_all() == [{"p": 0, "sum(sq)": 120}, {"p": 1, "sum(sq)": 165}], parity.take_all()
+            ds.write_json(JSON_DIR)
+            assert sorted(ray.data.read_json(JSON_DIR).take_all(), key=lambda r: r["id"]) == ds.take_all()
             try:
                 ds.to_pandas()
             except ImportError as e:
@@ -91,6 +93,7 @@ def test_pandas_is_optional_end_to_end_on_a_cluster_without_it(tmp_path):
         finally:
             ray.shutdown()
         """)
+    script = script.replace("JSON_DIR", repr(str(tmp_path / "json")))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert "NO-PANDAS-OK" in done.stdout, done.stdout + done.stderr
