@@ -115,7 +115,7 @@ def write_file(block, path: str, fmt: str, options: dict) -> None:
     if fmt == "csv":
         _write_csv(block, path, options)
     elif fmt == "json":
-        _write_json(block, path)
+        _write_json(block, path, options)
     elif fmt == "numpy":
         np.save(path, _blocks.to_numpy_dict(block)[options["column"]] if _blocks.num_rows(block)
                 else np.empty(0))
@@ -139,13 +139,15 @@ def _write_csv(block, path: str, options: dict) -> None:
         writer.writerows(block)
 
 
-def _write_json(block, path: str) -> None:
+def _write_json(block, path: str, options: dict) -> None:
     if _blocks.is_pandas(block):
         if len(block):
-            block.to_json(path, orient="records", lines=True)
+            block.to_json(path, **{"orient": "records", "lines": True, **options})
         else:
             open(path, "w").close()
         return
+    if options:
+        _blocks.require_pandas(f"write_json options {sorted(options)}")
     with open(path, "w", encoding="utf-8") as f:
         for row in block:
             f.write(json.dumps(row, default=_json_default) + "\n")

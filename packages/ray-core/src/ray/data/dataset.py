@@ -5,7 +5,10 @@ Execution is **eager**: every transformation (``map``, ``filter``, ``map_batches
 Dataset holding the output ObjectRefs, without waiting for them. Ray 2.x plans
 transformations lazily and fuses them; here each step is its own round of tasks, and
 ``materialize()`` only waits for the blocks. Consuming calls (``count``, ``take``,
-``iter_batches``, ``to_pandas``, aggregates, ``write_csv``) wait for what they read.
+``iter_batches``, ``to_pandas``, aggregates, ``write_*``) wait for what they read.
+All-to-all operations (``random_shuffle``, ``repartition(shuffle=True)``, ``sort``,
+``groupby``, ``zip``) are rounds of tasks too; the driver sees only metadata, the
+sort's key samples and aggregation accumulators, never the blocks.
 """
 
 from __future__ import annotations
@@ -593,9 +596,10 @@ class Dataset:
         keywords go to ``pandas.DataFrame.to_csv``."""
         self._write(path, "csv", "csv", pandas_kwargs)
 
-    def write_json(self, path: str) -> None:
-        """One JSON lines file (``.json``, an object per row) per block under ``path``."""
-        self._write(path, "json", "json", {})
+    def write_json(self, path: str, **pandas_json_args) -> None:
+        """One JSON lines file (``.json``, an object per row) per block under ``path``;
+        keywords go to ``pandas.DataFrame.to_json`` (e.g. ``date_format="iso"``)."""
+        self._write(path, "json", "json", pandas_json_args)
 
     def write_parquet(self, path: str, **arrow_parquet_args) -> None:
         """One Parquet file per block under ``path`` (needs pyarrow); keywords go to
