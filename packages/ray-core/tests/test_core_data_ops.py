@@ -4,6 +4,7 @@ pandas or plain Python on small data."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -11,6 +12,8 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ray
 from ray.data import _blocks, _sort
@@ -64,6 +67,38 @@ def test_sort_and_runs_on_row_list_blocks_match_pandas():
     assert _sort.key_runs(frame, ("k",)) == [(0, 2), (2, 4), (4, 5)]
     with pytest.raises(TypeError, match="one comparable type"):
         _sort.sort_block([{"k": 1}, {"k": "x"}], _sort.SortKey.of("k"))
+
+
+_key_values = st.one_of(st.none(), st.integers(-3, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_key_values, st.sampled_from(["a", "b", None])), max_size=25),
+    bounds=st.lists(st.tuples(_key_values, st.sampled_from(["a", "b", None])), max_size=4),
+    descending=st.tuples(st.booleans(), st.booleans()),
+    as_frame=st.booleans(),
+)
+def test_split_sorted_pieces_are_ordered_and_respect_boundaries(rows, bounds, descending, as_frame):
+    key = _sort.SortKey(("x", "s"), descending)
+    records = [{"x": x, "s": s} for x, s in rows]
+    block = pd.DataFrame(records, columns=["x", "s"], dtype=object) if as_frame else records
+    boundaries = _sort.given_boundaries(bounds, key)
+    pieces = _sort.split_sorted(block, key, boundaries)
+    assert len(pieces) == len(boundaries) + 1
+
+    def keys(piece):
+        return [key.row_key((r["x"], r["s"])) for r in _blocks.iter_rows(piece)]
+
+    joined = [k for piece in pieces for k in keys(piece)]
+    assert joined == sorted(key.row_key(r) for r in rows)  # the pieces, in order, are the sorted block
+    for i, piece in enumerate(pieces):
+        for k in keys(piece):
+            assert i == 0 or key.row_key(boundaries[i - 1]) <= k
+            assert i == len(boundaries) or k < key.row_key(boundaries[i])
+    runs = _sort.key_runs(_blocks.concat_blocks(pieces), ("x", "s"))
+    assert [end - start for start, end in runs] == [
+        sum(1 for _ in group) for _, group in itertools.groupby(joined)]
 
 
 def test_split_indices_and_proportions_follow_ray():
@@ -126,6 +161,8 @@ def test_grouped_numeric_columns_fold_all_runs_at_once_like_pandas():
 def test_aggregation_arguments_are_checked():
     with pytest.raises(ValueError, match="exactly one of accumulate_row"):
         AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b)
+    old_spelling = AggregateFn(init=lambda k: 0, accumulate=lambda a, row: a + row["x"], merge=lambda a, b: a + b)
+    assert _fold(old_spelling, pd.DataFrame({"x": [1, 2]}), pd.DataFrame({"x": [3]})) == 6
     with pytest.raises(ValueError, match=r"Sum\(on='column'\)"):
         Sum()
     with pytest.raises(ValueError, match="ddof"):

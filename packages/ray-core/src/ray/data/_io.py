@@ -67,7 +67,7 @@ def read_file(path: str, fmt: str, options: dict):
             lines = [line for line in lines if line.strip()]
         return _blocks.build_block([{"text": line} for line in lines])
     if fmt == "numpy":
-        return _blocks.block_from_batch({"data": np.load(path, allow_pickle=False)})
+        return _blocks.block_from_batch({"data": np.load(path, **{"allow_pickle": False, **options})})
     if fmt == "parquet":
         pq = _parquet("ray.data.read_parquet")
         table = pq.read_table(path, columns=options.get("columns"))

@@ -46,7 +46,13 @@ class AggregateFn:
         accumulate_block: Callable[[Any, Any], Any] | None = None,
         finalize: Callable[[Any], Any] | None = None,
         name: str | None = None,
+        *,
+        accumulate: Callable[[Any, dict], Any] | None = None,
     ):
+        if accumulate is not None:  # Ray 1.x's name for accumulate_row
+            if accumulate_row is not None:
+                raise ValueError("give accumulate_row or its old name accumulate, not both")
+            accumulate_row = accumulate
         if (accumulate_row is None) == (accumulate_block is None):
             raise ValueError(
                 "AggregateFn needs exactly one of accumulate_row (acc, row -> acc) and "

@@ -319,9 +319,9 @@ class Dataset:
 
     # -- columns -------------------------------------------------------------------------
 
-    def rename_columns(self, names, *, concurrency=None) -> Dataset:
+    def rename_columns(self, names, *, concurrency=None, **ray_remote_args) -> Dataset:
         """Rename columns: ``names`` maps old to new names, or lists a new name for
-        every column in order."""
+        every column in order (one task per block, with ``ray_remote_args``)."""
         current = self.columns() or []
         if isinstance(names, dict):
             self._known_columns(list(names), "rename_columns")
@@ -338,7 +338,7 @@ class Dataset:
         new = [dict(mapping).get(c, c) for c in current]
         if len(set(new)) != len(new):
             raise ValueError(f"rename_columns would give two columns the same name: {new}")
-        return self._per_block(RenameColumns(mapping), concurrency=concurrency, ray_remote_args={})
+        return self._per_block(RenameColumns(mapping), concurrency=concurrency, ray_remote_args=ray_remote_args)
 
 
     def select_columns(self, cols: list[str]) -> Dataset:

@@ -133,10 +133,12 @@ def read_text(paths, *, encoding: str = "utf-8", drop_empty_lines: bool = False,
                  options={"encoding": encoding, "drop_empty_lines": drop_empty_lines})
 
 
-def read_numpy(paths, *, include_paths: bool = False, override_num_blocks: int | None = None) -> Dataset:
-    """``.npy`` files, one block each: a row ``{"data": array[i]}`` per first-axis entry."""
+def read_numpy(paths, *, include_paths: bool = False, override_num_blocks: int | None = None,
+               **numpy_load_args) -> Dataset:
+    """``.npy`` files, one block each: a row ``{"data": array[i]}`` per first-axis entry;
+    keywords go to ``numpy.load`` (``allow_pickle`` is False unless given)."""
     return _read(paths, "numpy", "read_numpy", include_paths=include_paths,
-                 override_num_blocks=override_num_blocks, options={})
+                 override_num_blocks=override_num_blocks, options=numpy_load_args)
 
 
 def read_parquet(paths, *, columns: list[str] | None = None, include_paths: bool = False,
