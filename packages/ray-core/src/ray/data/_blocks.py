@@ -13,6 +13,7 @@ call them directly.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 from collections.abc import Iterator
@@ -287,6 +288,16 @@ def _stack(values) -> np.ndarray:
 # -- columns and groups (what sort, groupby and aggregates read) -----------------------
 
 
+def check_columns(columns, names: list | None, what: str) -> None:
+    """Raise a ValueError naming the available columns (and the closest one) for the
+    first of ``columns`` not in ``names``; no names known (an empty dataset) passes."""
+    for column in columns:
+        if names and column not in names:
+            close = difflib.get_close_matches(str(column), [str(n) for n in names], n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"{what}: no column {column!r} in this dataset (columns: {names}).{hint}")
+
+
 def column_names(block) -> list:
     return list(block.columns) if is_pandas(block) else _ordered_keys(block)
 
@@ -335,6 +346,11 @@ def null_mask(values: np.ndarray) -> np.ndarray:
     if pd is not None:
         return np.asarray(pd.isna(values), dtype=bool)
     return np.fromiter((is_null(v) for v in values), dtype=bool, count=len(values))
+
+
+def python_scalar(value):
+    """A numpy scalar as the Python value (``np.int64(3)`` -> ``3``); others as they are."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def is_null(value) -> bool:

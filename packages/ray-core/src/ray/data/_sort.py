@@ -20,7 +20,6 @@ way, as with pandas' ``na_position="last"``.
 from __future__ import annotations
 
 import bisect
-import difflib
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,12 +59,7 @@ class SortKey:
         return cls(columns, flags)
 
     def check_columns(self, names: list | None, what: str) -> None:
-        """Raise naming the available columns if a key column is not among ``names``."""
-        for column in self.columns:
-            if names and column not in names:  # no columns known (empty dataset): nothing to check
-                close = difflib.get_close_matches(column, [str(n) for n in names], n=1)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"{what}: no column {column!r} in this dataset (columns: {names}).{hint}")
+        _blocks.check_columns(self.columns, names, what)
 
     def row_key(self, values: tuple) -> tuple:
         """A tuple that orders rows as this key does (nulls last in every direction)."""
@@ -116,11 +110,7 @@ def sample_keys(block, key: SortKey, count: int, seed) -> list[tuple]:
         return []
     rows = np.random.default_rng(seed).choice(size, size=min(count, size), replace=False)
     arrays = _key_arrays(block, key)
-    return [tuple(_plain(a[i]) for a in arrays) for i in sorted(rows)]
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
+    return [tuple(_blocks.python_scalar(a[i]) for a in arrays) for i in sorted(rows)]
 
 
 def choose_boundaries(samples: list[tuple], key: SortKey, num_parts: int) -> list[tuple]:

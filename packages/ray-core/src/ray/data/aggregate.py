@@ -99,6 +99,9 @@ class _ColumnAggregate(AggregateFn):
 
     kind = ""
     numeric = True  # Sum/Mean/Std need numbers; Min/Max take anything comparable
+    # (values, nulls, starts, counts, saw_null) -> one accumulator per run; None: fold
+    # group by group instead
+    _of_runs: Callable | None = None
 
     def __init__(self, on: str | None = None, ignore_nulls: bool = True, alias_name: str | None = None):
         if on is None and type(self) is not Count:
@@ -126,7 +129,7 @@ class _ColumnAggregate(AggregateFn):
     def accumulate_runs(self, groups: list[_blocks.Group], keys: list) -> list:
         # A numeric column folds every run at once with numpy's reduceat (one call per
         # block, not one per group): a groupby with many small groups stays fast.
-        if not groups or self.on is None or not hasattr(self, "_of_runs"):
+        if not groups or self.on is None or self._of_runs is None:
             return super().accumulate_runs(groups, keys)
         first, last = groups[0], groups[-1]
         values = first.block_column(self.on)[first.start:last.end]
@@ -158,10 +161,6 @@ def _as_numeric(values: np.ndarray, column) -> np.ndarray:
         f"column {column!r} is not numeric (it holds {', '.join(kinds)}); sum/mean/std need "
         "numbers: cast the column first (map_batches) or aggregate another column"
     )
-
-
-def _scalar(value):
-    return value.item() if isinstance(value, np.generic) else value
 
 
 class Count(_ColumnAggregate):
@@ -197,7 +196,7 @@ class Sum(_ColumnAggregate):
         return (False, 0, 0)
 
     def _of_values(self, saw_null, values):
-        return (saw_null, len(values), _scalar(values.sum()) if len(values) else 0)
+        return (saw_null, len(values), _blocks.python_scalar(values.sum()) if len(values) else 0)
 
     def _of_runs(self, values, nulls, starts, counts, saw_null):
         sums = np.add.reduceat(np.where(nulls, 0, values), starts)
@@ -230,8 +229,8 @@ class _Extreme(_ColumnAggregate):
         if not len(values):
             return (saw_null, None)
         if values.dtype.kind in "biufmM":
-            return (saw_null, _scalar(values.min() if self.pick is min else values.max()))
-        return (saw_null, _scalar(self._compare(values.tolist())))
+            return (saw_null, _blocks.python_scalar(values.min() if self.pick is min else values.max()))
+        return (saw_null, _blocks.python_scalar(self._compare(values.tolist())))
 
     def _of_runs(self, values, nulls, starts, counts, saw_null):
         if values.dtype.kind == "f":

@@ -13,7 +13,6 @@ sort's key samples and aggregation accumulators, never the blocks.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
 import uuid
@@ -358,7 +357,7 @@ class Dataset:
 
     def _known_columns(self, cols, what: str) -> list:
         cols = [cols] if isinstance(cols, str) else list(cols)
-        self._aggregate_columns(cols)  # raises, naming the closest column, if one is unknown
+        self._aggregate_columns(cols, what)  # raises, naming the closest column, if one is unknown
         return cols
 
     def union(self, *others: Dataset) -> Dataset:
@@ -469,18 +468,14 @@ class Dataset:
         return results
 
     def _column_aggregate(self, agg_cls, on, ignore_nulls: bool, **extra):
-        columns = self._aggregate_columns(on)
+        columns = self._aggregate_columns(on, agg_cls.kind)
         results = self.aggregate(*[agg_cls(c, ignore_nulls=ignore_nulls, **extra) for c in columns])
         return next(iter(results.values())) if isinstance(on, str) else results
 
-    def _aggregate_columns(self, on) -> list:
+    def _aggregate_columns(self, on, what: str = "aggregate") -> list:
         names = self.columns() or []
         columns = list(names) if on is None else [on] if isinstance(on, str) else list(on)
-        for column in columns:
-            if names and column not in names:
-                close = difflib.get_close_matches(str(column), [str(n) for n in names], n=1)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"no column {column!r} in this dataset (columns: {names}).{hint}")
+        _blocks.check_columns(columns, names, what)
         return columns
 
     def sum(self, on=None, ignore_nulls: bool = True):
@@ -504,7 +499,7 @@ class Dataset:
     def unique(self, column: str) -> list:
         """The distinct values of ``column``, in sorted order (null last), found by a
         groupby."""
-        self._aggregate_columns([column])
+        self._aggregate_columns([column], "unique")
         return [row[column] for row in self.groupby(column).count().iter_rows()]
 
     # -- sort and groupby --------------------------------------------------------------
@@ -570,7 +565,7 @@ class Dataset:
     def to_numpy_refs(self, *, column: str | None = None) -> list:
         """One ObjectRef per block: a dict of column -> ndarray, or the ``column`` array."""
         if column is not None:
-            self._aggregate_columns([column])
+            self._aggregate_columns([column], "to_numpy_refs")
         return [_tasks.to_numpy_task.remote(ref, column) for ref in self._blocks]
 
     def to_modin(self):
@@ -609,7 +604,7 @@ class Dataset:
 
     def write_numpy(self, path: str, *, column: str) -> None:
         """Column ``column`` as one ``.npy`` file per block under ``path``."""
-        self._aggregate_columns([column])
+        self._aggregate_columns([column], "write_numpy")
         self._write(path, "numpy", "npy", {"column": column})
 
 
