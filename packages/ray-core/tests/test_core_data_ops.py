@@ -256,6 +256,17 @@ def test_groupby_multiple_keys_null_keys_and_no_key(ray_module):
         ds.groupby("kk")
 
 
+def test_sort_and_groupby_on_dates_keep_the_dtype(ray_module):
+    days = np.random.default_rng(1).integers(0, 10, 50)
+    frame = pd.DataFrame({"t": pd.Timestamp("2024-01-01") + pd.to_timedelta(days, unit="D"), "v": np.arange(50)})
+    frame.loc[3, "t"] = pd.NaT
+    ds = ray.data.from_pandas([frame.iloc[:20], frame.iloc[20:]])
+    expected = frame.sort_values("t", ascending=False, na_position="last", kind="stable")["t"]
+    pd.testing.assert_series_equal(ds.sort("t", descending=True).to_pandas()["t"], expected.reset_index(drop=True))
+    counts = frame.groupby("t", dropna=False).size().reset_index(name="count()")
+    pd.testing.assert_frame_equal(ds.groupby("t").count().to_pandas(), counts)
+
+
 def test_map_groups_in_pandas_numpy_and_actors(ray_module):
     frame = _frame()
     ds = _dataset(frame)

@@ -349,8 +349,11 @@ def null_mask(values: np.ndarray) -> np.ndarray:
 
 
 def python_scalar(value):
-    """A numpy scalar as the Python value (``np.int64(3)`` -> ``3``); others as they are."""
-    return value.item() if isinstance(value, np.generic) else value
+    """A numpy scalar as the Python value (``np.int64(3)`` -> ``3``); others as they
+    are. Dates stay numpy: ``item()`` turns a datetime64[ns] into int nanoseconds."""
+    if isinstance(value, np.generic) and not isinstance(value, (np.datetime64, np.timedelta64)):
+        return value.item()
+    return value
 
 
 def is_null(value) -> bool:
