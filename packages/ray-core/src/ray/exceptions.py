@@ -13,6 +13,7 @@
      ├── GetTimeoutError         ray.get(timeout=...) expired (also a TimeoutError)
      ├── ObjectStoreFullError    the node's object store cannot hold the object (also a MemoryError)
      ├── TaskCancelledError      ray.cancel stopped the task
+     ├── RuntimeEnvSetupError    a node could not set up a task's or actor's runtime_env
      ├── RaySystemError          an internal component failed (message says which)
      ├── RayConnectionError      cannot reach the cluster (address, password, auth)
      │    ├── AuthenticationError  a peer did not present the cluster secret
@@ -82,6 +83,13 @@ class ObjectLostError(RayError):
 
 class UnreconstructableError(ObjectLostError):
     """The 0.7 name of :class:`ObjectLostError`."""
+
+
+class RuntimeEnvSetupError(RayError):
+    """A node could not set up the runtime_env of a task or actor (the message says why)."""
+
+    def __reduce__(self):
+        return type(self), self.args
 
 
 class WorkerCrashedError(RayError):
@@ -219,6 +227,7 @@ __all__ = [
     "RayError",
     "RaySystemError",
     "RayTaskError",
+    "RuntimeEnvSetupError",
     "TaskCancelledError",
     "UnreconstructableError",
     "WorkerCrashedError",

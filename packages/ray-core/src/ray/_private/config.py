@@ -53,6 +53,9 @@ class RayConfig:
     # Workers import functions/classes from their own copy of the code (by module and
     # name) instead of unpickling them from the GCS (ray.init/ray start --load-code-from-local).
     load_code_from_local: bool = False
+    # runtime_env: the most bytes of files one working_dir or py_modules entry may
+    # upload (Ray's limit, 500 MiB).
+    runtime_env_max_package_bytes: int = 500 * 1024**2
 
 
 _FIELDS = {f.name for f in dataclasses.fields(RayConfig)}
