@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ray._private.runtime_env.validation import validate as _validate_runtime_env
 from ray._private.suggest import unknown_keyword_error
 
 INFINITE = -1
@@ -20,7 +21,7 @@ _ALIASES = {
     "max_reconstructions": "max_restarts",
 }
 # Accepted for compatibility; they have no effect on a single-version runtime.
-_IGNORED = {"checkpoint_interval", "runtime_env", "scheduling_strategy", "placement_group",
+_IGNORED = {"checkpoint_interval", "scheduling_strategy", "placement_group",
             "placement_group_bundle_index", "placement_group_capture_child_tasks",
             "retry_exceptions", "_metadata", "num_custom_resource", "memory",
             "object_store_memory", "accelerator_type", "concurrency_groups", "label_selector",
@@ -61,7 +62,7 @@ def _normalize(where: str, valid: set[str], kwargs: dict[str, Any]) -> dict[str,
             continue
         if key not in valid:
             raise unknown_keyword_error(where, key, valid | set(_ALIASES))
-        out[key] = value
+        out[key] = _validate_runtime_env(value) if key == "runtime_env" else value
     return out
 
 
@@ -74,6 +75,8 @@ class TaskOptions:
     max_calls: int = 0
     max_retries: int = 3
     name: str | None = None
+    # Validated local form (ray._private.runtime_env); packed on first submission.
+    runtime_env: dict | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict, base: TaskOptions | None = None) -> TaskOptions:
@@ -114,6 +117,7 @@ class ActorOptions:
     name: str | None = None
     namespace: str | None = None
     lifetime: str | None = None
+    runtime_env: dict | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict, base: ActorOptions | None = None) -> ActorOptions:
