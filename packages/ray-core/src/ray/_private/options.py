@@ -21,9 +21,7 @@ _ALIASES = {
     "max_reconstructions": "max_restarts",
 }
 # Accepted for compatibility; they have no effect on a single-version runtime.
-_IGNORED = {"checkpoint_interval", "scheduling_strategy", "placement_group",
-            "placement_group_bundle_index", "placement_group_capture_child_tasks",
-            "retry_exceptions", "_metadata", "num_custom_resource", "memory",
+_IGNORED = {"checkpoint_interval", "retry_exceptions", "_metadata", "num_custom_resource", "memory",
             "object_store_memory", "accelerator_type", "concurrency_groups", "label_selector",
             "get_if_exists", "enable_task_events", "_generator_backpressure_num_objects"}
 
@@ -54,6 +52,17 @@ def _shape(num_cpus, num_gpus, resources, default_cpus) -> dict[str, float]:
     return {k: v for k, v in shape.items() if v}
 
 
+def _placed(opts, base: dict[str, float], what: str) -> dict[str, float]:
+    """``base`` rewritten for a placement-group strategy (other strategies keep it)."""
+    from ray._private.strategies import PlacementGroupSchedulingStrategy, effective_strategy
+
+    strategy = effective_strategy(opts)
+    object.__setattr__(opts, "_strategy", strategy)
+    if isinstance(strategy, PlacementGroupSchedulingStrategy):
+        return strategy.shape_in_group(base, what)
+    return base
+
+
 def _normalize(where: str, valid: set[str], kwargs: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in kwargs.items():
@@ -77,6 +86,12 @@ class TaskOptions:
     name: str | None = None
     # Validated local form (ray._private.runtime_env); packed on first submission.
     runtime_env: dict | None = None
+    # Ray 2.x placement: "DEFAULT", "SPREAD", or a strategy from ray.util.scheduling_strategies;
+    # the placement_group* fields are the Ray 1.x spelling of PlacementGroupSchedulingStrategy.
+    scheduling_strategy: Any = None
+    placement_group: Any = None
+    placement_group_bundle_index: int = -1
+    placement_group_capture_child_tasks: bool | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict, base: TaskOptions | None = None) -> TaskOptions:
@@ -92,14 +107,24 @@ class TaskOptions:
         if self.max_calls is None or self.max_calls < 0:
             raise ValueError("max_calls must be a non-negative int (0 means unlimited)")
         _check_resources(self.num_cpus, self.num_gpus, self.resources)
+        self.resource_shape()  # checks the strategy (and that the task fits its bundle)
 
     def resource_shape(self) -> dict[str, float]:
         cached = self.__dict__.get("_shape")
         if cached is None:
-            cached = _shape(self.num_cpus, self.num_gpus, self.resources, 1)
+            from ray._private.strategies import strategy_key
+
+            base = _shape(self.num_cpus, self.num_gpus, self.resources, 1)
+            cached = _placed(self, base, "The task")
             object.__setattr__(self, "_shape", cached)
-            object.__setattr__(self, "_shape_key", tuple(sorted(cached.items())))
+            object.__setattr__(self, "_shape_key", tuple(sorted(cached.items()))
+                               + strategy_key(self._strategy))
         return cached
+
+    def strategy(self):
+        """The effective scheduling strategy (None: default)."""
+        self.resource_shape()
+        return self.__dict__["_strategy"]
 
     def shape_key(self) -> tuple:
         self.resource_shape()
@@ -118,6 +143,10 @@ class ActorOptions:
     namespace: str | None = None
     lifetime: str | None = None
     runtime_env: dict | None = None
+    scheduling_strategy: Any = None
+    placement_group: Any = None
+    placement_group_bundle_index: int = -1
+    placement_group_capture_child_tasks: bool | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict, base: ActorOptions | None = None) -> ActorOptions:
@@ -137,14 +166,24 @@ class ActorOptions:
             raise ValueError("max_concurrency must be at least 1")
         if self.max_restarts < -1 or self.max_task_retries < -1:
             raise ValueError("max_restarts/max_task_retries must be >= -1 (-1 = infinite)")
+        self.resource_shape()
 
     def resource_shape(self) -> dict[str, float]:
         # An actor holds its declared resources for its lifetime; by default it
         # needs one CPU to be placed but holds none while alive (Ray's default).
-        return _shape(self.num_cpus, self.num_gpus, self.resources, 0)
+        return _placed(self, _shape(self.num_cpus, self.num_gpus, self.resources, 0),
+                       "The actor")
+
+    def strategy(self):
+        self.resource_shape()
+        return self.__dict__["_strategy"]
 
     def placement_shape(self) -> dict[str, float]:
+        """What the cluster must hold for the actor to be placed (empty inside a
+        placement group: the group's bundles are checked instead)."""
         shape = self.resource_shape()
+        if self.__dict__["_strategy"] is not None and any("_group_" in k for k in shape):
+            return {}
         if self.num_cpus is None:
             shape.setdefault("CPU", 1)
         return shape
