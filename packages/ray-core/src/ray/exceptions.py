@@ -13,6 +13,10 @@
      ├── GetTimeoutError         ray.get(timeout=...) expired (also a TimeoutError)
      ├── ObjectStoreFullError    the node's object store cannot hold the object (also a MemoryError)
      ├── TaskCancelledError      ray.cancel stopped the task
+     ├── TaskUnschedulableError  a hard scheduling constraint cannot be met (dead node)
+     │    └── ActorUnschedulableError
+     ├── TaskPlacementGroupRemoved   the task's placement group was removed
+     │    └── ActorPlacementGroupRemoved
      ├── RuntimeEnvSetupError    a node could not set up a task's or actor's runtime_env
      ├── RaySystemError          an internal component failed (message says which)
      ├── RayConnectionError      cannot reach the cluster (address, password, auth)
@@ -83,6 +87,28 @@ class ObjectLostError(RayError):
 
 class UnreconstructableError(ObjectLostError):
     """The 0.7 name of :class:`ObjectLostError`."""
+
+
+class TaskUnschedulableError(RayError):
+    """A task's hard scheduling constraint cannot be met (e.g. NodeAffinity to a dead node)."""
+
+    def __reduce__(self):
+        return type(self), self.args
+
+
+class ActorUnschedulableError(TaskUnschedulableError):
+    """An actor's hard scheduling constraint cannot be met."""
+
+
+class TaskPlacementGroupRemoved(RayError):
+    """The placement group the task was scheduled into was removed."""
+
+    def __reduce__(self):
+        return type(self), self.args
+
+
+class ActorPlacementGroupRemoved(TaskPlacementGroupRemoved):
+    """The placement group the actor was scheduled into was removed."""
 
 
 class RuntimeEnvSetupError(RayError):
