@@ -32,11 +32,16 @@ class RuntimeContext:
         return self._rt.namespace
 
     @property
-    def runtime_env(self) -> dict:
-        """Ray 2.x: the runtime environment applied to this job's workers. ``ray.init``
-        accepts ``runtime_env`` but applies none (workers inherit the environment of
-        the process that started the node), so this is always empty."""
-        return {}
+    def runtime_env(self):
+        """Ray 2.x: the runtime environment this code runs in, as a
+        ``ray.runtime_env.RuntimeEnv`` (empty when none): in a driver the job's
+        (``ray.init(runtime_env=...)``), in a task or actor the effective one (its own
+        laid over its parent's). Local paths appear as the uploaded package URIs
+        (``gcs://_ray_pkg_<sha1>.zip``); passing it on to ``.options(runtime_env=...)``
+        reuses them."""
+        from ray.runtime_env import RuntimeEnv
+
+        return RuntimeEnv(_validate=False, **(getattr(self._rt, "runtime_env", None) or {}))
 
     @property
     def node_id(self):

@@ -13,6 +13,7 @@ import os
 import threading
 
 from ray._private import runtime as _rt
+from ray._private import runtime_env
 from ray._private.config import build_config
 from ray._private.object_ref import ObjectRef
 from ray._private.options import ActorOptions, TaskOptions
@@ -65,14 +66,23 @@ def init(address: str | None = None, **kwargs):
             import dataclasses
 
             config = dataclasses.replace(config, load_code_from_local=True)
+        # Checked and packed before anything starts: bad input leaves nothing behind.
+        job_env = runtime_env.prepare(runtime_env.validate(kwargs.get("runtime_env")),
+                                      max_bytes=config.runtime_env_max_package_bytes)
         if kwargs.get("local_mode") or kwargs.get("driver_mode") in (1, "PYTHON_MODE"):
             from ray._private.runtime.local_mode import LocalRuntime
 
             runtime = LocalRuntime(kwargs, config)
+            runtime.runtime_env = job_env.resolved  # reported, not applied: no workers
         else:
             from ray._private.driver import start_driver
 
             runtime = start_driver(address, kwargs, config)
+            try:
+                runtime.runtime_env = job_env.upload(runtime.gcs)
+            except BaseException:
+                runtime.shutdown()
+                raise
         _rt.set_current(runtime)
         _register_atexit()
         return RayContext(runtime.address_info)

@@ -2,7 +2,10 @@
 
 Workers are generic Python processes; the first job that leases one binds it
 (its imports and globals belong to that job). Idle workers beyond the
-configured pool size are stopped.
+configured pool size are stopped. A worker for a ``runtime_env`` is dedicated to
+one (job, env key) from its start: it is a fresh interpreter (not forked from the
+zygote, whose imports predate the env's variables) started in the env's working
+directory with the env's variables and paths, and only ever serves that env.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class WorkerProc:
     __slots__ = (
         "worker_id", "proc", "pid", "peer", "address", "state", "job_id", "lease",
         "blocked", "started_at", "log_paths", "log_offsets", "is_actor", "detached",
+        "env_key",
     )
 
     def __init__(self, worker_id: bytes, proc, log_paths):
@@ -68,6 +72,7 @@ class WorkerProc:
         self.log_offsets = [0, 0]
         self.is_actor = False
         self.detached = False
+        self.env_key: str | None = None  # the runtime_env this worker is dedicated to
 
 
 class ForkedProcess:
@@ -140,7 +145,7 @@ class WorkerPool:
         if not ok:
             logger.warning("worker zygote failed to start; starting workers directly")
         for worker in list(self.workers.values()):
-            if worker.proc is None and worker.state == STARTING:
+            if worker.proc is None and worker.state == STARTING and worker.env_key is None:
                 self._launch(worker)
 
     def _fork(self, argv, out_path, err_path) -> ForkedProcess:
@@ -151,7 +156,9 @@ class WorkerPool:
         return ForkedProcess(reply["pid"])
 
     # -- workers ---------------------------------------------------------------------------
-    def start_worker(self) -> WorkerProc:
+    def start_worker(self, env_key: str | None = None, job_id: bytes | None = None) -> WorkerProc:
+        """A new worker; one for a runtime_env (``env_key``) is only registered here and
+        started by ``launch_with_env`` once its node-side setup is done."""
         worker_id = os.urandom(20)
         tag = worker_id.hex()[:12]
         if self.redirect_output:
@@ -162,6 +169,9 @@ class WorkerPool:
             err_path = f"/proc/{self.output_pid}/fd/2"
         worker = WorkerProc(worker_id, None, (out_path, err_path))
         self.workers[worker_id] = worker
+        if env_key is not None:
+            worker.env_key, worker.job_id = env_key, job_id
+            return worker
         if self.zygote is None or self.zygote_ready or self.zygote.poll() is not None:
             self._launch(worker)
         return worker  # else launched by zygote_started()
@@ -186,10 +196,21 @@ class WorkerPool:
         worker.proc = proc
         worker.pid = proc.pid
 
-    def idle_for(self, job_id: bytes) -> WorkerProc | None:
+    def launch_with_env(self, worker: WorkerProc, env: dict, cwd: str | None) -> None:
+        out_path, err_path = worker.log_paths
+        argv = ["--worker-id", worker.worker_id.hex(), *self.worker_args]
+        with open(out_path, "ab") as out, open(err_path, "ab") as err:
+            worker.proc = subprocess.Popen(
+                [sys.executable, "-m", "ray._private.workers.default_worker", *argv],
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                close_fds=True, preexec_fn=_die_with_parent,
+            )
+        worker.pid = worker.proc.pid
+
+    def idle_for(self, job_id: bytes, env_key: str | None = None) -> WorkerProc | None:
         fallback = None
         for w in self.workers.values():
-            if w.state != IDLE:
+            if w.state != IDLE or w.env_key != env_key:
                 continue
             if w.job_id == job_id:
                 return w

@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 
+from ray._private import runtime_env
 from ray._private.gcs import keys
 from ray._private.rpc import RemoteError
 from ray._private.runtime.task_submitter import (
@@ -65,6 +66,7 @@ class _Owned:
         self.dead = False  # for good (killed, out of restarts, or failed)
         self.worker_id = None
         self.raylet = None
+        self.runtime_env = None  # runtime_env.LeaseEnv: its workers are dedicated to it
         self.pinned: list[bytes] = []
 
 
@@ -93,6 +95,9 @@ class ActorManager:
         core = self.core
         shape = opts.resource_shape()
         self._check_feasible(cls.__name__, opts.placement_shape())
+        lease_env = None
+        if opts.runtime_env is not None or core.runtime_env:  # packed before anything is sent
+            lease_env = runtime_env.for_submission(core, opts.runtime_env, opts)
         encoded, kw_names, deps, pinned = core.build_args(args, kwargs)
         task_id = core.ids.next_task_id()
         actor_id = task_id
@@ -120,6 +125,7 @@ class ActorManager:
             core.address, options, None, KIND_ACTOR_CREATION, actor_id, None, 0, core.submit_stamp(),
         ]
         owned = _Owned(actor_id, spec, shape, opts, methods)
+        owned.runtime_env = lease_env
         client = _Client(actor_id)
         client.max_task_retries = opts.max_task_retries
         with self.lock:
@@ -168,6 +174,7 @@ class ActorManager:
         fut = raylet.call(
             "request_lease", owned.shape, core.job_id_bytes, True, spilled, core.address,
             owned.opts.lifetime == "detached",
+            *(() if owned.runtime_env is None else (None, owned.runtime_env.wire())),
         )
 
         def on_reply(f):
@@ -191,6 +198,9 @@ class ActorManager:
                 self._lease_and_start(owned, target, True)
                 return
             if "infeasible" in reply:
+                return
+            if "runtime_env_error" in reply:
+                self._mark_dead(owned.actor_id, reply["runtime_env_error"])
                 return
             if owned.dead:  # killed (ray.kill, handle gone) while the lease was pending
                 with contextlib.suppress(RayConnectionError):

@@ -19,7 +19,7 @@ import time
 
 import plasma
 from ray._private import ids as ids_mod
-from ray._private import profiling
+from ray._private import profiling, runtime_env
 from ray._private.gcs import keys
 from ray._private.object_ref import ObjectRef
 from ray._private.profiling import EventBuffer
@@ -89,6 +89,8 @@ class CoreWorker:
         self.resource_ids: dict = {}
         self.actor_id: bytes | None = None
         self.actor_owner = None
+        # Resolved runtime_env of this job (driver) or of this worker (ray._private.runtime_env).
+        self.runtime_env: dict = {}
         self.memory_store = MemoryStore()
         self.refs = ReferenceCounter(self._on_ref_freed)
         self.functions = FunctionManager(gcs, self.job_hex, config.load_code_from_local)
@@ -494,6 +496,8 @@ class CoreWorker:
             spec, opts.shape_key(), opts.max_retries,
             [r.binary() for r in refs], pinned,
         )
+        if opts.runtime_env is not None or self.runtime_env:
+            task.runtime_env = runtime_env.for_submission(self, opts.runtime_env, opts)
         self.submitter.submit(task, shape, deps)
         return refs
 

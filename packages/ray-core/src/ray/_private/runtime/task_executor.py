@@ -14,6 +14,7 @@ import queue
 import time
 import traceback
 
+from ray._private import runtime_env
 from ray._private.runtime import actor_worker
 from ray._private.runtime import serialization as ser
 from ray._private.runtime.task_submitter import (
@@ -149,6 +150,8 @@ class TaskExecutor:
         core = self.core
         if spec[JOB] != core.job_hex:
             core.bind_job(spec[JOB])
+            if core.runtime_env:
+                runtime_env.put_paths_first()
         ctx = [time.perf_counter(), spec[NAME]]
         if spec[KIND] == KIND_NORMAL and spec[NAME] != self._title:
             self._set_title(spec[NAME])

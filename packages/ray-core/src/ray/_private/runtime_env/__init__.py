@@ -22,6 +22,7 @@ import dataclasses
 import json
 import os
 import re
+import sys
 
 from ray._private.gcs import keys
 from ray._private.runtime_env import packaging
@@ -29,8 +30,8 @@ from ray._private.runtime_env.validation import GCS_SCHEME, env_key, merge, vali
 
 ENV_JSON_VAR = "RAY_RUNTIME_ENV_JSON"
 
-__all__ = ["ENV_JSON_VAR", "LeaseEnv", "Prepared", "env_key", "for_submission", "merge",
-           "prepare", "setup_on_node", "validate"]
+__all__ = ["ENV_JSON_VAR", "LeaseEnv", "Prepared", "adopt_in_worker", "env_key",
+           "for_submission", "merge", "prepare", "put_paths_first", "setup_on_node", "validate"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +140,7 @@ def setup_on_node(gcs, resolved: dict, root: str, base_env: dict) -> tuple[dict,
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
     env[ENV_JSON_VAR] = json.dumps(resolved, sort_keys=True)
+    env[PATHS_VAR] = os.pathsep.join(paths)
     return env, cwd
 
 
@@ -161,3 +163,28 @@ def _install(gcs, uri: str, root: str) -> str:
             "path again in .options(runtime_env=...), to upload it."
         )
     return packaging.install(uri, data, root)
+
+
+# -- worker side -----------------------------------------------------------------------------
+PATHS_VAR = "RAY_RUNTIME_ENV_PATHS"
+_worker_paths: list[str] = []
+
+
+def adopt_in_worker() -> dict:
+    """At worker start: the env the raylet started this worker with ({} for none)."""
+    env_json = os.environ.pop(ENV_JSON_VAR, None)
+    paths = os.environ.pop(PATHS_VAR, None)
+    if not env_json:
+        return {}
+    _worker_paths[:] = paths.split(os.pathsep) if paths else []
+    put_paths_first()
+    return json.loads(env_json)
+
+
+def put_paths_first() -> None:
+    """The working_dir, then py_modules, lead sys.path (binding a job adds the driver's
+    script folder in front; the env's copies must win)."""
+    if not _worker_paths:
+        return
+    rest = [p for p in sys.path if p not in _worker_paths]
+    sys.path[:] = [*_worker_paths, *rest]

@@ -63,6 +63,9 @@ def main(argv=None):
         mode=MODE_WORKER, node=node, job_id=ids.JobID.nil(), config=config, gcs=gcs,
         worker_id=bytes.fromhex(args.worker_id),
     )
+    from ray._private import runtime_env
+
+    core.runtime_env = runtime_env.adopt_in_worker()  # before any user code runs
     rt.set_current(core)
     reply = core.raylet.call_sync(
         "register_worker", core.worker_id, os.getpid(), core.address, timeout=30
