@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from ray._private.runtime import custom_serializers as _custom
 from ray.util.actor_pool import ActorPool
+from ray.util.placement_group import (
+    get_current_placement_group,
+    get_placement_group,
+    placement_group,
+    placement_group_table,
+    remove_placement_group,
+)
 
 
 def register_serializer(cls, *, serializer, deserializer) -> None:
@@ -23,4 +30,14 @@ def get_node_ip_address() -> str:
     return _ip()
 
 
-__all__ = ["ActorPool", "deregister_serializer", "get_node_ip_address", "register_serializer"]
+__all__ = [
+    "ActorPool",
+    "deregister_serializer",
+    "get_current_placement_group",
+    "get_node_ip_address",
+    "get_placement_group",
+    "placement_group",
+    "placement_group_table",
+    "register_serializer",
+    "remove_placement_group",
+]

@@ -55,3 +55,13 @@ def channel_actor(actor_hex: str) -> str:
 
 def channel_introspect_reply(request_id: str) -> str:
     return f"{PREFIX}ch:introspect_reply:{request_id}"
+
+
+# Placement groups: hash pg_id hex -> msgpack record, kept by the head raylet's manager.
+PLACEMENT_GROUPS = PREFIX + "placement_groups"
+# {"placement_group_id", "state"} whenever a group's state changes.
+CHANNEL_PLACEMENT_GROUPS = PREFIX + "ch:placement_groups"
+
+
+def named_placement_group(namespace: str, name: str) -> str:
+    return f"{PREFIX}named_pg:{namespace}:{name}"

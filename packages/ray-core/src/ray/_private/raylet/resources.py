@@ -128,6 +128,21 @@ class NodeResources:
         # lent CPU is busy (Ray oversubscribes rather than deadlocks here).
         self.available[name] = self.available.get(name, 0) - units
 
+    def add_resource(self, name: str, units: int) -> None:
+        """Grow a resource (a committed placement-group bundle adds its group resources)."""
+        self.total[name] = self.total.get(name, 0) + units
+        self.available[name] = self.available.get(name, 0) + units
+
+    def remove_resource(self, name: str, units: int) -> None:
+        """Shrink a resource; it disappears at zero (callers release its leases first)."""
+        left = self.total.get(name, 0) - units
+        if left <= 0:
+            self.total.pop(name, None)
+            self.available.pop(name, None)
+        else:
+            self.total[name] = left
+            self.available[name] = min(left, self.available.get(name, 0) - units)
+
     def total_dict(self) -> dict[str, float]:
         return {k: from_units(v) for k, v in self.total.items()}
 

@@ -24,6 +24,8 @@ class LeaseRequest:
     # A request that already bounced once is granted or queued here, never re-spilled,
     # so two nodes with stale views of each other cannot ping-pong it forever.
     spilled: bool = False
+    # "SPREAD": take turns over the nodes that can run it now instead of filling this one.
+    strategy: str | None = None
 
 
 @dataclasses.dataclass
@@ -59,9 +61,15 @@ class LeaseScheduler:
         self.queue: list[LeaseRequest] = []
         self.remote: dict[str, RemoteNode] = {}
         self._warned: set = set()
+        self._spread_turn = 0
 
     # -- events ------------------------------------------------------------
     def submit(self, req: LeaseRequest) -> list[Decision]:
+        if req.strategy == "SPREAD" and not req.spilled:
+            target = self._spread_target(req.shape)
+            if target is not None:
+                self._reserve_remote(target, req.shape)
+                return [Spillback(req, target)]
         alloc = self.resources.allocate(req.shape) if not self.queue_blocks(req) else None
         if alloc is not None:
             return [Grant(req, alloc)]
@@ -127,6 +135,19 @@ class LeaseScheduler:
             node.available[k] = node.available.get(k, 0) - v
 
     # -- queries -------------------------------------------------------------
+    def _spread_target(self, shape) -> str | None:
+        """Round robin over the nodes (this one included, as "") with room for ``shape``
+        now; None means this node's turn, or that no node has room."""
+        nodes = [node_id for node_id, node in self.remote.items()
+                 if all(node.available.get(k, 0) >= v - 1e-9 for k, v in shape.items())]
+        if self.resources.can_allocate(shape):
+            nodes.append("")
+        if not nodes:
+            return None
+        nodes.sort()
+        self._spread_turn += 1
+        return nodes[self._spread_turn % len(nodes)] or None
+
     def _node_with_available(self, shape) -> str | None:
         best, best_score = None, None
         for node_id, node in self.remote.items():
