@@ -23,6 +23,11 @@ class RemoteFunction:
         self._exported_to = None  # the runtime the id belongs to
         functools.update_wrapper(self, function)
 
+    def __getstate__(self):
+        # Captured by another remote function (e.g. a local one calling a module-level
+        # one): the export belongs to this process's runtime, not to the receiver.
+        return {**self.__dict__, "_function_id": None, "_exported_to": None}
+
     def __call__(self, *args, **kwargs):
         raise TypeError(
             f"Remote function {self._function.__qualname__} cannot be called directly: use "
