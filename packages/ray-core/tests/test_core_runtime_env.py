@@ -162,3 +162,9 @@ def test_node_setup_failure_is_a_runtime_env_setup_error(cluster):
     with pytest.raises(RuntimeEnvSetupError, match="not in the GCS"):
         ray.get(probe.options(runtime_env={"py_modules": [missing]}).remote(), timeout=60)
     assert ray.get(probe.remote("JOB_FLAG"))["env"] == {"JOB_FLAG": "job"}  # still fine
+
+
+def test_env_whose_workers_cannot_start_fails_instead_of_retrying_forever(cluster):
+    broken = probe.options(runtime_env={"env_vars": {"PYTHONHOME": "/no/such/python"}})
+    with pytest.raises(RuntimeEnvSetupError, match="exited during start-up 3 times"):
+        ray.get(broken.remote(), timeout=60)
