@@ -251,3 +251,25 @@ def test_setup_on_node_builds_the_worker_environment(tmp_path):
 
     with pytest.raises(RuntimeEnvSetupError, match="not in the GCS"):
         runtime_env.setup_on_node(gcs, missing, str(tmp_path / "node"), {})
+
+
+def test_ray_init_rejects_a_bad_runtime_env_before_starting_anything(tmp_path):
+    import ray
+
+    _tree(tmp_path / "wd", {"weights.bin": b"0" * 4096})
+    with pytest.raises(ValueError, match="not supported"):
+        ray.init(num_cpus=1, runtime_env={"conda": "myenv"})
+    with pytest.raises(ValueError, match="over the 0 MiB limit"):
+        ray.init(num_cpus=1, runtime_env={"working_dir": str(tmp_path / "wd")},
+                 _system_config={"runtime_env_max_package_bytes": 1024})
+    assert not ray.is_initialized()  # (and the leak check finds no processes)
+
+
+def test_local_mode_reports_the_job_env(tmp_path):
+    import ray
+
+    ray.init(local_mode=True, runtime_env={"env_vars": {"A": "1"}})
+    try:
+        assert ray.get_runtime_context().runtime_env == {"env_vars": {"A": "1"}}
+    finally:
+        ray.shutdown()

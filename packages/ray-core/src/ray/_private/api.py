@@ -66,17 +66,18 @@ def init(address: str | None = None, **kwargs):
             import dataclasses
 
             config = dataclasses.replace(config, load_code_from_local=True)
-        # Checked and packed before anything starts: bad input leaves nothing behind.
-        job_env = runtime_env.prepare(runtime_env.validate(kwargs.get("runtime_env")),
-                                      max_bytes=config.runtime_env_max_package_bytes)
+        local_env = runtime_env.validate(kwargs.get("runtime_env"))
         if kwargs.get("local_mode") or kwargs.get("driver_mode") in (1, "PYTHON_MODE"):
             from ray._private.runtime.local_mode import LocalRuntime
 
             runtime = LocalRuntime(kwargs, config)
-            runtime.runtime_env = job_env.resolved  # reported, not applied: no workers
+            runtime.runtime_env = local_env or {}  # reported, not applied: no workers
         else:
             from ray._private.driver import start_driver
 
+            # Packed before anything starts: bad input leaves nothing behind.
+            job_env = runtime_env.prepare(local_env,
+                                          max_bytes=config.runtime_env_max_package_bytes)
             runtime = start_driver(address, kwargs, config)
             try:
                 runtime.runtime_env = job_env.upload(runtime.gcs)
