@@ -168,3 +168,27 @@ def test_env_whose_workers_cannot_start_fails_instead_of_retrying_forever(cluste
     broken = probe.options(runtime_env={"env_vars": {"PYTHONHOME": "/no/such/python"}})
     with pytest.raises(RuntimeEnvSetupError, match="exited during start-up 3 times"):
         ray.get(broken.remote(), timeout=60)
+
+
+def test_options_made_by_the_driver_reuse_its_upload_inside_tasks(cluster, tmp_path):
+    import shutil
+
+    pkg = tmp_path / "driver_only_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("WHERE = 'uploaded by the driver'\n")
+
+    @ray.remote
+    def where():
+        import driver_only_pkg
+
+        return driver_only_pkg.WHERE
+
+    with_pkg = where.options(runtime_env={"py_modules": [str(pkg)]})
+    assert ray.get(with_pkg.remote()) == "uploaded by the driver"
+    shutil.rmtree(pkg)  # not on "this node" any more: tasks must use the upload
+
+    @ray.remote
+    def nested():
+        return ray.get(with_pkg.remote())
+
+    assert ray.get(nested.remote()) == "uploaded by the driver"

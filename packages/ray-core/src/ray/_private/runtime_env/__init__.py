@@ -63,8 +63,12 @@ def _package_key(uri: str) -> str:
     return keys.kv("runtime_env", uri)
 
 
+def _marker_key(uri: str) -> str:
+    return keys.kv("runtime_env_uploaded", uri)
+
+
 def upload_package(gcs, uri: str, data: bytes) -> None:
-    marker = keys.kv("runtime_env_uploaded", uri)
+    marker = _marker_key(uri)
     if gcs.get(marker) is None:  # content-addressed: an existing upload is the same bytes
         gcs.set(_package_key(uri), data)
         gcs.set(marker, str(len(data)).encode())
@@ -114,14 +118,34 @@ def for_submission(core, local_env: dict | None, cache_on) -> LeaseEnv | None:
     base_key = env_key(base) if base else ""
     if cached is not None and cached[0] == base_key and cached[1] == core.worker_id:
         return cached[2]
-    resolved = base
-    if local_env:
-        prepared = prepare(local_env, max_bytes=core.config.runtime_env_max_package_bytes)
-        resolved = merge(base, prepared.upload(core.gcs))
+    resolved = merge(base, _uploaded(core, local_env, cache_on)) if local_env else base
     lease_env = LeaseEnv(env_key(resolved), resolved) if resolved else None
     if cache_on is not None:
         object.__setattr__(cache_on, "_lease_env", (base_key, core.worker_id, lease_env))
     return lease_env
+
+
+def _uploaded(core, local_env: dict, cache_on) -> dict:
+    """``local_env`` packed and uploaded to this cluster's GCS, once per options object.
+
+    The uploaded form travels with the options (pickled into workers), so a task that
+    submits with options made by the driver reuses the driver's packages instead of
+    looking for the driver's local paths on its own node."""
+    cluster = getattr(core.gcs, "address", None)
+    cached = cache_on.__dict__.get("_uploaded_env") if cache_on is not None else None
+    if cached is not None and cached[0] == cluster and all(
+            core.gcs.get(_marker_key(uri)) is not None for uri in _uris(cached[1])):
+        return cached[1]
+    resolved = prepare(local_env, max_bytes=core.config.runtime_env_max_package_bytes) \
+        .upload(core.gcs)
+    if cache_on is not None:
+        object.__setattr__(cache_on, "_uploaded_env", (cluster, resolved))
+    return resolved
+
+
+def _uris(resolved: dict) -> list[str]:
+    return [u for u in [resolved.get("working_dir"), *(resolved.get("py_modules") or ())]
+            if u and u.startswith(GCS_SCHEME)]
 
 
 def setup_on_node(gcs, resolved: dict, root: str, base_env: dict) -> tuple[dict, str | None]:
