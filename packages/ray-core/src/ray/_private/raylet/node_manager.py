@@ -20,6 +20,12 @@ import psutil
 import plasma
 from ray._private import aio
 from ray._private.gcs import keys
+from ray._private.raylet.pg_manager import (
+    NodeBundles,
+    PlacementGroupManager,
+    pg_of_shape,
+    removed_reply,
+)
 from ray._private.raylet.resources import NodeResources
 from ray._private.raylet.scheduler import (
     Grant,
@@ -58,6 +64,8 @@ class NodeManager:
         total = dict(args.resources)
         self.resources = NodeResources(total)
         self.scheduler = LeaseScheduler(self.resources)
+        self.bundles = NodeBundles(self)  # placement-group bundles reserved here
+        self.pg_manager = PlacementGroupManager(self) if args.head else None
         prestart = config.num_prestart_workers
         self.num_prestart = int(total.get("CPU", 0)) if prestart is None else prestart
         env = worker_env(args.config_json)
@@ -157,6 +165,8 @@ class NodeManager:
             "node_info": lambda peer: self._node_info(),
             "ping": lambda peer: "pong",
             "shutdown": self.h_shutdown,
+            **self.bundles.handlers(),
+            **(self.pg_manager.handlers() if self.pg_manager else {}),
         }
 
     # -- registration ---------------------------------------------------------------
@@ -215,12 +225,16 @@ class NodeManager:
 
     # -- leases ---------------------------------------------------------------------
     def h_request_lease(self, peer, shape, job_id, is_actor, spilled, owner_address,
-                        detached=False):
+                        detached=False, strategy=None):
         _check_lease_shape(shape)
+        if self.bundles.removed:
+            pg_hex = pg_of_shape(shape)
+            if pg_hex in self.bundles.removed:
+                return removed_reply(pg_hex)
         self._req_ids += 1
         rid = self._req_ids
         req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(detached),
-                           bool(spilled))
+                           bool(spilled), strategy)
         deferred = Deferred()
         self.pending[rid] = (req, deferred, peer)
         decisions = self.scheduler.submit(req)
@@ -252,6 +266,8 @@ class NodeManager:
         self._assign_waiting()
 
     def _warn_infeasible(self, req, total):
+        if pg_of_shape(req.shape) is not None:
+            return  # its group is not placed (here) yet: it waits, like Ray, silently
         msg = (
             f"A task or actor needs {req.shape} but no node in the cluster can ever provide "
             f"that (cluster total: {total}). It will wait until a node that fits joins "
@@ -281,11 +297,16 @@ class NodeManager:
             worker.job_id = grant.request.job_id
             worker.is_actor = grant.request.is_actor
             worker.detached = grant.request.detached
-            worker.lease = {"allocation": grant.allocation, "owner_peer": peer, "lent": 0}
+            worker.lease = {"allocation": grant.allocation, "owner_peer": peer, "lent": {}}
+            resource_ids = grant.allocation.resource_ids()
+            if self.bundles.ledger.groups:
+                gpu_ids = self.bundles.gpu_ids(grant.allocation)
+                if gpu_ids:
+                    resource_ids["GPU"] = gpu_ids
             deferred.resolve({
                 "worker_id": worker.worker_id,
                 "address": worker.address,
-                "resource_ids": grant.allocation.resource_ids(),
+                "resource_ids": resource_ids,
                 "node_id": self.node_id,
             })
         self.waiting_for_worker = still
@@ -321,8 +342,8 @@ class NodeManager:
         lease, worker.lease = worker.lease, None
         if lease is None:
             return
-        if lease["lent"]:
-            self.resources.reclaim("CPU", lease["lent"])
+        for name, units in lease["lent"].items():
+            self.resources.reclaim(name, units)
         self.scheduler.resources.release(lease["allocation"])
 
     def _trim_idle(self):
@@ -335,11 +356,15 @@ class NodeManager:
         worker = self.pool.workers.get(worker_id)
         if worker is None or worker.lease is None or worker.blocked:
             return
-        cpu = worker.lease["allocation"].amounts.get("CPU", 0)
-        if cpu:
+        # The CPUs it holds, including a placement group's (so a task blocked on its
+        # children in the same group does not starve them).
+        cpus = {name: units for name, units in worker.lease["allocation"].amounts.items()
+                if name == "CPU" or name.startswith("CPU_group_")}
+        if cpus:
             worker.blocked = True
-            worker.lease["lent"] = cpu
-            self.resources.lend("CPU", cpu)
+            worker.lease["lent"] = cpus
+            for name, units in cpus.items():
+                self.resources.lend(name, units)
             self._apply(self.scheduler.dispatch())
 
     def h_notify_unblocked(self, peer, worker_id):
@@ -347,8 +372,9 @@ class NodeManager:
         if worker is None or worker.lease is None or not worker.blocked:
             return
         worker.blocked = False
-        lent, worker.lease["lent"] = worker.lease["lent"], 0
-        self.resources.reclaim("CPU", lent)
+        lent, worker.lease["lent"] = worker.lease["lent"], {}
+        for name, units in lent.items():
+            self.resources.reclaim(name, units)
 
     def h_kill_worker(self, peer, worker_id, force=True):
         worker = self.pool.workers.get(worker_id)
@@ -452,6 +478,9 @@ class NodeManager:
                 continue
             remote[node_id] = RemoteNode(dict(load["total"]), dict(load["available"]))
         self._apply(self.scheduler.update_remote(remote))
+        self.bundles.check_queued()
+        if self.pg_manager is not None:
+            self.pg_manager.tick(nodes, now)
 
     def _declared_dead(self, now):
         """The head marked this node dead (it missed heartbeats, e.g. stalled under load).

@@ -20,14 +20,21 @@ from collections import deque
 from ray._private import runtime_env
 from ray._private.gcs import keys
 from ray._private.rpc import RemoteError
+from ray._private.runtime import placement_groups
 from ray._private.runtime.task_submitter import (
     KIND_ACTOR_CREATION,
     KIND_ACTOR_METHOD,
     OPTIONS,
     TASK_ID,
     PendingTask,
+    first_raylet,
 )
-from ray.exceptions import RayActorError, RayConnectionError
+from ray.exceptions import (
+    ActorPlacementGroupRemoved,
+    RayActorError,
+    RayConnectionError,
+    TaskUnschedulableError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +100,10 @@ class ActorManager:
     # -- creation (owner) ------------------------------------------------------------------
     def create(self, class_id, cls, methods, args, kwargs, opts) -> bytes:
         core = self.core
+        strategy = opts.strategy()
+        if strategy is None and core.placement_group is not None and core.placement_group[2]:
+            opts = placement_groups.captured(opts, core.placement_group)
+            strategy = opts.strategy()
         shape = opts.resource_shape()
         self._check_feasible(cls.__name__, opts.placement_shape())
         lease_env = None
@@ -120,12 +131,16 @@ class ActorManager:
             "is_async": is_async,
             "class_name": cls.__name__,
         }
+        if hasattr(strategy, "placement_group"):
+            options["pg"] = placement_groups.spec_entry(strategy)
+            strategy = None  # the rewritten shape steers it
         spec = [
             task_id, core.job_hex, class_id, f"{cls.__name__}.__init__", encoded, kw_names, 1,
             core.address, options, None, KIND_ACTOR_CREATION, actor_id, None, 0, core.submit_stamp(),
         ]
         owned = _Owned(actor_id, spec, shape, opts, methods)
         owned.runtime_env = lease_env
+        owned.lease_strategy = strategy  # None, "SPREAD" or NodeAffinitySchedulingStrategy
         client = _Client(actor_id)
         client.max_task_retries = opts.max_task_retries
         with self.lock:
@@ -143,7 +158,7 @@ class ActorManager:
 
         def start():
             core.inline_resolved_args(spec)
-            self._lease_and_start(owned, core.raylet, spilled=False)
+            self._lease_first(owned)
 
         if deps:
             core.memory_store.on_ready(deps, start)
@@ -169,12 +184,23 @@ class ActorManager:
                 "resources={...}) or ask the actor for less."
             )
 
+    def _lease_first(self, owned: _Owned):
+        """Lease from the raylet the actor's strategy names (ours by default)."""
+        try:
+            raylet, spilled = first_raylet(self.core, owned.lease_strategy)
+        except TaskUnschedulableError as exc:
+            self._mark_dead(owned.actor_id, str(exc))
+            return
+        self._lease_and_start(owned, raylet, spilled)
+
     def _lease_and_start(self, owned: _Owned, raylet, spilled: bool):
         core = self.core
+        spread = "SPREAD" if owned.lease_strategy == "SPREAD" else None
         fut = raylet.call(
             "request_lease", owned.shape, core.job_id_bytes, True, spilled, core.address,
             owned.opts.lifetime == "detached",
-            *(() if owned.runtime_env is None else (None, owned.runtime_env.wire())),
+            *(() if owned.runtime_env is None and spread is None else (spread,)),
+            *(() if owned.runtime_env is None else (owned.runtime_env.wire(),)),
         )
 
         def on_reply(f):
@@ -183,7 +209,7 @@ class ActorManager:
             except (RemoteError, RayConnectionError) as exc:
                 if raylet is not core.raylet and not core.shutting_down:
                     # The raylet we spilled to went away with its node: ask ours again.
-                    core.loop.call_later(0.1, self._lease_and_start, owned, core.raylet, False)
+                    core.loop.call_later(0.1, self._lease_first, owned)
                     return
                 self._mark_dead(owned.actor_id, f"could not lease a worker: {exc}")
                 return
@@ -193,11 +219,15 @@ class ActorManager:
                 except (OSError, RayConnectionError):
                     # Spilled to a node that just died (this runs on the I/O thread, so
                     # raising here would close the connection it came from): retry locally.
-                    core.loop.call_later(0.1, self._lease_and_start, owned, core.raylet, False)
+                    core.loop.call_later(0.1, self._lease_first, owned)
                     return
                 self._lease_and_start(owned, target, True)
                 return
             if "infeasible" in reply:
+                return
+            if "placement_group_removed" in reply:
+                self._mark_dead(owned.actor_id, str(ActorPlacementGroupRemoved(
+                    reply["placement_group_removed"])))
                 return
             if "runtime_env_error" in reply:
                 self._mark_dead(owned.actor_id, reply["runtime_env_error"])
@@ -438,7 +468,7 @@ class ActorManager:
         owned.num_restarts += 1
         self._table_put(owned.actor_id, state=RESTARTING, address=None,
                         num_restarts=owned.num_restarts)
-        self._lease_and_start(owned, self.core.raylet, spilled=False)
+        self._lease_first(owned)
 
     def _mark_dead(self, actor_id: bytes, cause: str, cause_error=None, **_):
         text = f"The actor {actor_id.hex()} is dead: {cause}"

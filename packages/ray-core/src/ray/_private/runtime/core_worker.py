@@ -24,7 +24,7 @@ from ray._private.gcs import keys
 from ray._private.object_ref import ObjectRef
 from ray._private.profiling import EventBuffer
 from ray._private.rpc import Deferred, RemoteError, RpcPeer
-from ray._private.runtime import cluster_info, introspection
+from ray._private.runtime import cluster_info, introspection, placement_groups
 from ray._private.runtime import serialization as ser
 from ray._private.runtime.function_manager import FunctionManager
 from ray._private.runtime.memory_store import Inline, InPlasma, MemoryStore
@@ -89,6 +89,8 @@ class CoreWorker:
         self.resource_ids: dict = {}
         self.actor_id: bytes | None = None
         self.actor_owner = None
+        # [group id hex, bundle index, capture child tasks] while running in a placement group.
+        self.placement_group = None
         # Resolved runtime_env of this job (driver) or of this worker (ray._private.runtime_env).
         self.runtime_env: dict = {}
         self.memory_store = MemoryStore()
@@ -486,6 +488,13 @@ class CoreWorker:
         task_id = self.ids.next_task_id()
         num_returns = opts.num_returns
         options = {"max_calls": opts.max_calls} if opts.max_calls else None
+        strategy = opts.strategy()
+        if strategy is None and self.placement_group is not None and self.placement_group[2]:
+            opts = placement_groups.captured(opts, self.placement_group)
+            strategy = opts.strategy()
+        if strategy is not None and hasattr(strategy, "placement_group"):
+            options = dict(options or {}, pg=placement_groups.spec_entry(strategy))
+            strategy = None  # the rewritten shape steers it
         spec = [
             task_id, self.job_hex, function_id, name, encoded, kw_names, num_returns,
             self.address, options, None, KIND_NORMAL, None, None, 0, self.submit_stamp(),
@@ -498,7 +507,7 @@ class CoreWorker:
         )
         if opts.runtime_env is not None or self.runtime_env:
             task.runtime_env = runtime_env.for_submission(self, opts.runtime_env, opts)
-        self.submitter.submit(task, shape, deps)
+        self.submitter.submit(task, shape, deps, strategy)
         return refs
 
     def task_finished(self, task: PendingTask) -> None:

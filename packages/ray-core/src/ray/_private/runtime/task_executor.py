@@ -158,6 +158,8 @@ class TaskExecutor:
         core.current_task_id = spec[TASK_ID]
         if spec[KIND] != KIND_ACTOR_METHOD:  # an actor keeps what its creation leased
             self._set_resource_ids(spec[RESOURCE_IDS])
+            options = spec[OPTIONS]
+            core.placement_group = options.get("pg") if options else None
         try:
             args, kwargs = self._resolve_args(spec)
             kind = spec[KIND]

@@ -16,7 +16,12 @@ import threading
 from collections import deque
 
 from ray._private.rpc import RemoteError
-from ray.exceptions import RayConnectionError, WorkerCrashedError
+from ray.exceptions import (
+    RayConnectionError,
+    TaskPlacementGroupRemoved,
+    TaskUnschedulableError,
+    WorkerCrashedError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +67,7 @@ class Lease:
 class ShapeQueue:
     def __init__(self, shape: dict):
         self.shape = shape
+        self.strategy = None  # None, "SPREAD" or a NodeAffinitySchedulingStrategy
         self.pending: deque[PendingTask] = deque()
         self.leases: dict[bytes, Lease] = {}
         self.lease_requests = 0
@@ -79,21 +85,23 @@ class TaskSubmitter:
         self.fn_seconds: dict[bytes, float] = {}
 
     # -- submission ------------------------------------------------------------
-    def submit(self, task: PendingTask, shape: dict, deps: list[bytes]) -> None:
+    def submit(self, task: PendingTask, shape: dict, deps: list[bytes], strategy=None) -> None:
         if deps:
-            self.core.memory_store.on_ready(deps, lambda: self._deps_ready(task, shape))
+            self.core.memory_store.on_ready(deps,
+                                            lambda: self._deps_ready(task, shape, strategy))
         else:
-            self._enqueue(task, shape)
+            self._enqueue(task, shape, strategy)
 
-    def _deps_ready(self, task: PendingTask, shape: dict) -> None:
+    def _deps_ready(self, task: PendingTask, shape: dict, strategy) -> None:
         self.core.inline_resolved_args(task.spec)
-        self._enqueue(task, shape)
+        self._enqueue(task, shape, strategy)
 
-    def _enqueue(self, task: PendingTask, shape: dict) -> None:
+    def _enqueue(self, task: PendingTask, shape: dict, strategy=None) -> None:
         with self.lock:
             q = self.queues.get(task.shape_key)
             if q is None:
                 q = self.queues[task.shape_key] = ShapeQueue(shape)
+                q.strategy = strategy
             q.pending.append(task)
             self._dispatch(q)
 
@@ -135,13 +143,32 @@ class TaskSubmitter:
         wanted = min(len(q.pending), self.cfg.max_pending_lease_requests)
         while q.lease_requests < wanted:
             q.lease_requests += 1
-            self._request_lease(q, self.core.raylet, spilled=False)
+            if q.strategy is None:
+                self._request_lease(q, self.core.raylet, spilled=False)
+            else:
+                self._start_lease(q)
+                if not q.pending:  # it failed them (hard affinity to a dead node)
+                    break
 
     # -- leases ------------------------------------------------------------------
+    def _start_lease(self, q: ShapeQueue) -> None:
+        """Ask the raylet the queue's strategy names (ours by default) for a lease."""
+        try:
+            raylet, spilled = first_raylet(self.core, q.strategy)
+        except TaskUnschedulableError as exc:
+            with self.lock:
+                q.lease_requests -= 1
+                self._fail_pending(q, exc)
+            return
+        self._request_lease(q, raylet, spilled)
+
     def _request_lease(self, q: ShapeQueue, raylet, spilled: bool) -> None:
+        env = ()
+        if q.strategy == "SPREAD":  # (detached, strategy[, runtime_env])
+            env = (False, "SPREAD", *env[2:])
         fut = raylet.call(
             "request_lease", q.shape, self.core.job_id_bytes, False, spilled,
-            self.core.owner_address(),
+            self.core.owner_address(), *env,
         )
         fut.add_done_callback(lambda f: self._on_lease_reply(q, raylet, f))
 
@@ -150,8 +177,9 @@ class TaskSubmitter:
             reply = fut.result()
         except (RemoteError, RayConnectionError) as exc:
             if raylet is not self.core.raylet and not self.core.shutting_down:
-                # A remote raylet went away (its node died): ask our own raylet again.
-                self.core.loop.call_later(0.1, self._request_lease, q, self.core.raylet, False)
+                # A remote raylet went away (its node died): ask our own raylet again
+                # (or fail, if the task must run on that node).
+                self.core.loop.call_later(0.1, self._start_lease, q)
                 return
             with self.lock:
                 q.lease_requests -= 1
@@ -174,6 +202,11 @@ class TaskSubmitter:
             return
         if "infeasible" in reply:
             # The raylet keeps the request queued; it answers again when a node fits.
+            return
+        if "placement_group_removed" in reply:
+            with self.lock:
+                q.lease_requests -= 1
+                self._fail_pending(q, TaskPlacementGroupRemoved(reply["placement_group_removed"]))
             return
         worker_id = reply["worker_id"]
         try:
@@ -278,8 +311,11 @@ class TaskSubmitter:
 
     def resubmit(self, task: PendingTask) -> None:
         """Run a finished task again (lineage reconstruction of a lost result)."""
-        shape = dict(task.shape_key)
-        self._enqueue(task, shape)
+        q = self.queues.get(task.shape_key)
+        if q is not None:  # (its key may carry a strategy marker: reuse the queue's shape)
+            self._enqueue(task, q.shape, q.strategy)
+        else:
+            self._enqueue(task, dict(task.shape_key))
 
     def num_leases(self) -> int:
         with self.lock:
@@ -290,3 +326,31 @@ class TaskSubmitter:
             for q in self.queues.values():
                 for lease in list(q.leases.values()):
                     self._return_lease(q, lease)
+
+
+def first_raylet(core, strategy):
+    """(raylet peer, spilled) to ask first for a lease under ``strategy``.
+
+    NodeAffinity goes straight to that node's raylet (as a spilled request, so a hard
+    one is never sent on; a soft one may spill when the node is full). A dead or
+    unknown node fails a hard affinity with TaskUnschedulableError; a soft one falls
+    back to the local raylet."""
+    node_id = getattr(strategy, "node_id", None)
+    if node_id is None:
+        return core.raylet, False
+    from ray._private.gcs import keys
+
+    info = core.gcs.hget_obj(keys.NODES, node_id)
+    if info is not None and info.get("alive", True):
+        try:
+            peer = core.raylet_peer_for({"node_id": node_id,
+                                         "address": [info["node_ip"], info["raylet_port"]]})
+            return peer, not strategy.soft
+        except (OSError, RayConnectionError):
+            pass
+    if strategy.soft:
+        return core.raylet, False
+    state = "unknown" if info is None else "dead"
+    raise TaskUnschedulableError(
+        f"NodeAffinitySchedulingStrategy(soft=False) names node {node_id}, which is {state}. "
+        "Pick a live node (ray.nodes()) or pass soft=True to run elsewhere when it is gone.")

@@ -1,0 +1,175 @@
+"""Placement groups on a real one-node cluster (4 CPUs): reservation, ready/wait,
+bundle index, pending groups that become ready, removal (resources back, work inside
+killed), names, capture of child tasks, NodeAffinity, errors."""
+
+import time
+
+import pytest
+
+import ray
+from ray.exceptions import RayActorError, TaskPlacementGroupRemoved, TaskUnschedulableError
+from ray.util.placement_group import (
+    get_current_placement_group,
+    get_placement_group,
+    placement_group,
+    placement_group_table,
+    remove_placement_group,
+)
+from ray.util.scheduling_strategies import (
+    NodeAffinitySchedulingStrategy,
+    PlacementGroupSchedulingStrategy,
+)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=4, object_store_memory=128 * 1024**2,
+             _internal_config='{"heartbeat_period_s": 0.1}')
+    yield
+    ray.shutdown()
+
+
+def _available_cpus(expected, timeout_s=10):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ray.available_resources().get("CPU", 0) == expected:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@ray.remote
+def assigned():
+    return ray.get_runtime_context().get_assigned_resources()
+
+
+@ray.remote(num_cpus=1)
+class Sleeper:
+    def ping(self):
+        return "pong"
+
+
+def test_group_reserves_bundles_and_removal_gives_them_back(cluster):
+    pg = placement_group([{"CPU": 1}, {"CPU": 2}], strategy="PACK")
+    assert ray.get(pg.ready(), timeout=10) == pg
+    assert pg.wait(5)
+    entry = placement_group_table(pg)
+    node = ray.get_runtime_context().get_node_id()
+    assert entry["state"] == "CREATED" and entry["bundles_to_node_id"] == {0: node, 1: node}
+    assert entry["bundles"] == {0: {"CPU": 1}, 1: {"CPU": 2}}
+    assert _available_cpus(1)
+    remove_placement_group(pg)
+    assert placement_group_table(pg)["state"] == "REMOVED"
+    assert _available_cpus(4)
+
+
+def test_task_runs_in_the_bundle_it_names(cluster):
+    pg = placement_group([{"CPU": 1}, {"CPU": 1}])
+    ray.get(pg.ready(), timeout=10)
+    pg_hex = pg.id.hex()
+    got = ray.get(assigned.options(
+        scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 1)).remote(), timeout=10)
+    assert got.get(f"CPU_group_1_{pg_hex}") == 1
+    old_spelling = ray.get(assigned.options(placement_group=pg, placement_group_bundle_index=0)
+                           .remote(), timeout=10)
+    assert old_spelling.get(f"CPU_group_0_{pg_hex}") == 1
+    remove_placement_group(pg)
+
+
+def test_removal_kills_the_actor_inside_and_fails_waiting_tasks(cluster):
+    pg = placement_group([{"CPU": 1}])
+    ray.get(pg.ready(), timeout=10)
+    actor = Sleeper.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 0)).remote()
+    assert ray.get(actor.ping.remote(), timeout=10) == "pong"
+    # the bundle's only CPU is the actor's, so this one waits in the group
+    waiting = assigned.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg)).remote()
+    assert not ray.wait([waiting], timeout=0.3)[0]
+    remove_placement_group(pg)
+    with pytest.raises(RayActorError):
+        ray.get(actor.ping.remote(), timeout=10)
+    with pytest.raises(TaskPlacementGroupRemoved, match="was removed"):
+        ray.get(waiting, timeout=10)
+    assert _available_cpus(4)
+
+
+def test_group_that_does_not_fit_stays_pending_until_resources_free(cluster):
+    big = placement_group([{"CPU": 3}])
+    ray.get(big.ready(), timeout=10)
+    second = placement_group([{"CPU": 2}])
+    assert not second.wait(0.5)
+    assert placement_group_table(second)["state"] == "PENDING"
+    remove_placement_group(big)
+    assert second.wait(10)
+    assert placement_group_table(second)["state"] == "CREATED"
+    remove_placement_group(second)
+    # never fits on this cluster: pending, not an error
+    huge = placement_group([{"CPU": 64}])
+    assert not huge.wait(0.3)
+    remove_placement_group(huge)
+    assert _available_cpus(4)
+
+
+def test_named_group_is_found_by_name_and_names_are_unique(cluster):
+    pg = placement_group([{"CPU": 1}], name="trainers", lifetime="detached")
+    assert get_placement_group("trainers") == pg
+    assert placement_group_table(pg)["is_detached"]
+    with pytest.raises(ValueError, match="already exists"):
+        placement_group([{"CPU": 1}], name="trainers")
+    remove_placement_group(pg)
+    with pytest.raises(ValueError, match="no such live group"):
+        get_placement_group("trainers")
+
+
+def test_child_tasks_are_captured_and_see_their_group(cluster):
+    pg = placement_group([{"CPU": 1}, {"CPU": 1}])
+    ray.get(pg.ready(), timeout=10)
+
+    @ray.remote
+    def child():
+        current = get_current_placement_group()
+        return current.id.hex() if current else None, ray.get_runtime_context() \
+            .get_assigned_resources()
+
+    @ray.remote
+    def parent():
+        assert get_current_placement_group() == pg
+        return ray.get(child.remote())
+
+    strategy = PlacementGroupSchedulingStrategy(pg, 0, placement_group_capture_child_tasks=True)
+    pg_hex, resources = ray.get(parent.options(scheduling_strategy=strategy).remote(), timeout=20)
+    assert pg_hex == pg.id.hex() and resources.get(f"CPU_group_{pg_hex}") == 1
+    assert get_current_placement_group() is None  # the driver is in no group
+    remove_placement_group(pg)
+
+
+def test_bad_requests_name_the_problem(cluster):
+    with pytest.raises(ValueError, match="non-empty list"):
+        placement_group([])
+    with pytest.raises(ValueError, match="reserves no resources"):
+        placement_group([{"CPU": 0}])
+    with pytest.raises(ValueError, match="Unknown placement group strategy"):
+        placement_group([{"CPU": 1}], strategy="TIGHT")
+    pg = placement_group([{"CPU": 1}])
+    with pytest.raises(ValueError, match="out of range"):
+        assigned.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 1))
+    with pytest.raises(ValueError, match="cannot hold it"):
+        assigned.options(num_cpus=2, placement_group=pg)
+    remove_placement_group(pg)
+
+
+def test_node_affinity_on_one_node(cluster):
+    here = ray.get_runtime_context().get_node_id()
+
+    @ray.remote
+    def where():
+        return ray.get_runtime_context().get_node_id()
+
+    hard = NodeAffinitySchedulingStrategy(here, soft=False)
+    assert ray.get(where.options(scheduling_strategy=hard).remote(), timeout=10) == here
+    gone = NodeAffinitySchedulingStrategy("ff" * 20, soft=False)
+    with pytest.raises(TaskUnschedulableError, match="unknown"):
+        ray.get(where.options(scheduling_strategy=gone).remote(), timeout=10)
+    soft = NodeAffinitySchedulingStrategy("ff" * 20, soft=True)
+    assert ray.get(where.options(scheduling_strategy=soft).remote(), timeout=10) == here
+    spread = ray.get([where.options(scheduling_strategy="SPREAD").remote() for _ in range(3)])
+    assert spread == [here] * 3
