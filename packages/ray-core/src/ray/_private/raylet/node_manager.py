@@ -8,9 +8,11 @@ raylets and remote owners over TCP (spillback, object transfer).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
+import shutil
 import signal
 import socket
 import time
@@ -92,6 +94,12 @@ class NodeManager:
         self.loop = None
         self.tcp_port = None
         self.drivers: dict[object, bytes] = {}
+        # runtime_env of pending/granted lease requests: request id -> [env key, env].
+        self.lease_envs: dict[int, list] = {}
+        self.env_setups: dict[str, asyncio.Future] = {}  # env key -> node-side setup
+        self.env_start_failures: dict[str, int] = {}
+        self.runtime_env_root = os.path.join(self.session_dir, "runtime_resources",
+                                             self.node_id[:12])
 
     # -- startup --------------------------------------------------------------------
     async def start(self):
@@ -205,10 +213,12 @@ class NodeManager:
             if owner_peer is peer:
                 self.scheduler.cancel(rid)
                 del self.pending[rid]
+                self.lease_envs.pop(rid, None)
         still = []
         for grant, deferred, owner_peer in self.waiting_for_worker:
             if owner_peer is peer:  # granted, still waiting for a worker: give it back
                 self.scheduler.resources.release(grant.allocation)
+                self.lease_envs.pop(grant.request.request_id, None)
             else:
                 still.append((grant, deferred, owner_peer))
         self.waiting_for_worker = still
@@ -225,7 +235,7 @@ class NodeManager:
 
     # -- leases ---------------------------------------------------------------------
     def h_request_lease(self, peer, shape, job_id, is_actor, spilled, owner_address,
-                        detached=False, strategy=None):
+                        detached=False, strategy=None, runtime_env=None):
         _check_lease_shape(shape)
         if self.bundles.removed:
             pg_hex = pg_of_shape(shape)
@@ -233,6 +243,8 @@ class NodeManager:
                 return removed_reply(pg_hex)
         self._req_ids += 1
         rid = self._req_ids
+        if runtime_env is not None:  # [env key, resolved env]: needs a dedicated worker
+            self.lease_envs[rid] = runtime_env
         req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(detached),
                            bool(spilled), strategy)
         deferred = Deferred()
@@ -256,6 +268,7 @@ class NodeManager:
                 self.waiting_for_worker.append((d, deferred, peer))
             elif isinstance(d, Spillback):
                 del self.pending[req.request_id]
+                self.lease_envs.pop(req.request_id, None)
                 node = self.gcs.hget_obj(keys.NODES, d.node_id) or {}
                 deferred.resolve({"spillback": {
                     "node_id": d.node_id,
@@ -286,13 +299,18 @@ class NodeManager:
     def _assign_waiting(self):
         still = []
         for grant, deferred, peer in self.waiting_for_worker:
+            rid = grant.request.request_id
             if peer.closed:
                 self.scheduler.release(grant.allocation)
+                self.lease_envs.pop(rid, None)
                 continue
-            worker = self.pool.idle_for(grant.request.job_id)
+            env = self.lease_envs.get(rid)
+            worker = self.pool.idle_for(grant.request.job_id, env[0] if env else None)
             if worker is None:
                 still.append((grant, deferred, peer))
                 continue
+            if env is not None:
+                del self.lease_envs[rid]
             worker.state = LEASED
             worker.job_id = grant.request.job_id
             worker.is_actor = grant.request.is_actor
@@ -315,14 +333,90 @@ class NodeManager:
     def _maintain_pool(self):
         if self._stopping:
             return
-        starting = self.pool.count(STARTING)
-        jobs = {grant.request.job_id for grant, _, _ in self.waiting_for_worker}
+        plain, with_env = [], {}
+        for grant, _, _ in self.waiting_for_worker:
+            env = self.lease_envs.get(grant.request.request_id)
+            if env is None:
+                plain.append(grant)
+            else:
+                with_env.setdefault((grant.request.job_id, env[0]), []).append(env)
+        generic = [w for w in self.pool.workers.values() if w.env_key is None]
+        starting = sum(1 for w in generic if w.state == STARTING)
+        jobs = {grant.request.job_id for grant in plain}
         # Idle workers bound to another job cannot serve these grants.
-        idle = sum(1 for w in self.pool.workers.values()
+        idle = sum(1 for w in generic
                    if w.state == IDLE and (w.job_id is None or w.job_id in jobs))
-        needed = len(self.waiting_for_worker) - starting - idle
+        needed = len(plain) - starting - idle
         for _ in range(max(0, needed)):
             self.pool.start_worker()
+        if with_env:
+            self._start_env_workers(with_env)
+
+    # -- runtime_env workers ------------------------------------------------------------
+    def _start_env_workers(self, with_env: dict) -> None:
+        for (job_id, key), envs in with_env.items():
+            have = sum(1 for w in self.pool.workers.values() if w.env_key == key
+                       and w.job_id == job_id and w.state in (STARTING, IDLE))
+            for _ in range(len(envs) - have):
+                worker = self.pool.start_worker(env_key=key, job_id=job_id)
+                self.loop.create_task(self._launch_env_worker(worker, envs[0][1]))
+
+    async def _launch_env_worker(self, worker, env: dict) -> None:
+        from ray._private import runtime_env
+
+        key = worker.env_key
+        setup = self.env_setups.get(key)
+        if setup is None:  # once per env and node: fetch and unpack its packages
+            setup = self.env_setups[key] = self.loop.run_in_executor(
+                None, runtime_env.setup_on_node, self.gcs, env, self.runtime_env_root,
+                self.pool.env)
+        try:
+            process_env, cwd = await asyncio.shield(setup)
+        except Exception as exc:  # noqa: BLE001 - reported to the lease owners
+            self.env_setups.pop(key, None)  # a later request tries again
+            self._env_setup_failed(worker, exc)
+            return
+        if worker.state == STARTING and not self._stopping:
+            try:
+                self.pool.launch_with_env(worker, process_env, cwd)
+            except OSError as exc:
+                self._env_setup_failed(worker, exc)
+
+    def _env_worker_died_starting(self, worker) -> None:
+        """A worker for an env exited before registering (e.g. its env_vars break the
+        interpreter): after a few tries, fail the env's leases instead of looping."""
+        failures = self.env_start_failures[worker.env_key] = \
+            self.env_start_failures.get(worker.env_key, 0) + 1
+        if failures < 3:
+            return
+        self.env_start_failures.pop(worker.env_key)
+        try:
+            with open(worker.log_paths[1], "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 800))
+                tail = f.read().decode(errors="replace").strip()
+        except OSError:
+            tail = ""
+        self._env_setup_failed(worker, RuntimeError(
+            f"its worker process exited during start-up {failures} times (check the env's "
+            f"env_vars). Last output of {worker.log_paths[1]}:\n{tail}"))
+
+    def _env_setup_failed(self, worker, exc) -> None:
+        msg = f"runtime_env setup failed on node {self.node_id[:8]}: {exc}"
+        logger.warning(msg)
+        self.pool.remove(worker)
+        still = []
+        for grant, deferred, peer in self.waiting_for_worker:
+            env = self.lease_envs.get(grant.request.request_id)
+            if env is not None and env[0] == worker.env_key \
+                    and grant.request.job_id == worker.job_id:
+                del self.lease_envs[grant.request.request_id]
+                self.scheduler.release(grant.allocation)
+                deferred.resolve({"runtime_env_error": msg})
+            else:
+                still.append((grant, deferred, peer))
+        self.waiting_for_worker = still
+        self._apply(self.scheduler.dispatch())
 
     def h_return_lease(self, peer, worker_id, kill):
         worker = self.pool.workers.get(worker_id)
@@ -517,6 +611,8 @@ class NodeManager:
     async def _reap_loop(self):
         while not self._stopping:
             for worker in self.pool.reap():
+                if worker.env_key is not None and worker.address is None:
+                    self._env_worker_died_starting(worker)
                 self._release_lease(worker)
                 self._maintain_pool()
                 self._apply(self.scheduler.dispatch())
@@ -561,6 +657,9 @@ class NodeManager:
         except Exception:
             pass
         self.pool.stop_all()
+        shutil.rmtree(self.runtime_env_root, ignore_errors=True)  # unpacked runtime_envs
+        with contextlib.suppress(OSError):  # shared by the nodes of this session
+            os.rmdir(os.path.dirname(self.runtime_env_root))
         for server in (self.unix_server, self.tcp_server):
             server.close()
         self.transfer.stop()

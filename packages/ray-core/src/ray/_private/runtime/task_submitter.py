@@ -35,10 +35,14 @@ KIND_NORMAL, KIND_ACTOR_CREATION, KIND_ACTOR_METHOD = 0, 1, 2
 
 
 class PendingTask:
-    __slots__ = ("spec", "shape_key", "retries_left", "return_ids", "arg_refs", "on_done")
+    __slots__ = ("spec", "shape_key", "retries_left", "return_ids", "arg_refs", "on_done",
+                 "runtime_env")
 
-    def __init__(self, spec, shape_key, retries_left, return_ids, arg_refs, on_done=None):
+    def __init__(self, spec, shape_key, retries_left, return_ids, arg_refs, on_done=None,
+                 runtime_env=None):
         self.spec = spec
+        # A runtime_env.LeaseEnv, or None: leases for it go to workers dedicated to it.
+        self.runtime_env = runtime_env
         self.shape_key = shape_key
         self.retries_left = retries_left
         self.return_ids = return_ids
@@ -65,8 +69,9 @@ class Lease:
 
 
 class ShapeQueue:
-    def __init__(self, shape: dict):
+    def __init__(self, shape: dict, runtime_env=None):
         self.shape = shape
+        self.runtime_env = runtime_env
         self.strategy = None  # None, "SPREAD" or a NodeAffinitySchedulingStrategy
         self.pending: deque[PendingTask] = deque()
         self.leases: dict[bytes, Lease] = {}
@@ -97,10 +102,12 @@ class TaskSubmitter:
         self._enqueue(task, shape, strategy)
 
     def _enqueue(self, task: PendingTask, shape: dict, strategy=None) -> None:
+        env = task.runtime_env
+        key = task.shape_key if env is None else (task.shape_key, env.key)
         with self.lock:
-            q = self.queues.get(task.shape_key)
+            q = self.queues.get(key)
             if q is None:
-                q = self.queues[task.shape_key] = ShapeQueue(shape)
+                q = self.queues[key] = ShapeQueue(shape, env)
                 q.strategy = strategy
             q.pending.append(task)
             self._dispatch(q)
@@ -163,7 +170,7 @@ class TaskSubmitter:
         self._request_lease(q, raylet, spilled)
 
     def _request_lease(self, q: ShapeQueue, raylet, spilled: bool) -> None:
-        env = ()
+        env = () if q.runtime_env is None else (False, None, q.runtime_env.wire())
         if q.strategy == "SPREAD":  # (detached, strategy[, runtime_env])
             env = (False, "SPREAD", *env[2:])
         fut = raylet.call(
@@ -207,6 +214,13 @@ class TaskSubmitter:
             with self.lock:
                 q.lease_requests -= 1
                 self._fail_pending(q, TaskPlacementGroupRemoved(reply["placement_group_removed"]))
+            return
+        if "runtime_env_error" in reply:
+            from ray.exceptions import RuntimeEnvSetupError
+
+            with self.lock:
+                q.lease_requests -= 1
+                self._fail_pending(q, RuntimeEnvSetupError(reply["runtime_env_error"]))
             return
         worker_id = reply["worker_id"]
         try:
@@ -311,7 +325,8 @@ class TaskSubmitter:
 
     def resubmit(self, task: PendingTask) -> None:
         """Run a finished task again (lineage reconstruction of a lost result)."""
-        q = self.queues.get(task.shape_key)
+        env = task.runtime_env
+        q = self.queues.get(task.shape_key if env is None else (task.shape_key, env.key))
         if q is not None:  # (its key may carry a strategy marker: reuse the queue's shape)
             self._enqueue(task, q.shape, q.strategy)
         else:
