@@ -17,6 +17,7 @@ from ray.tune.callback import Callback
 from ray.tune.checkpoint import Checkpoint
 from ray.tune.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, TuneConfig
 from ray.tune.error import TuneError
+from ray.tune.execution.placement_groups import PlacementGroupFactory
 from ray.tune.experiment import Experiment
 from ray.tune.function_runner import report
 from ray.tune.registry import register_env, register_trainable
@@ -47,6 +48,7 @@ __all__ = [
     "run",
     "run_experiments",
     "Experiment",
+    "PlacementGroupFactory",
     "function",
     "sample_from",
     "track",

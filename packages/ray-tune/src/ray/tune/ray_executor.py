@@ -70,6 +70,7 @@ class RayTrialExecutor:
         self._actors: dict[str, Any] = {}  # trial_id -> actor
         self._in_flight: dict[Any, Trial] = {}  # train ObjectRef -> trial
         self._cached: dict[tuple, list[Any]] = {}  # (trainable, resources) -> idle actors
+        self._groups: dict[int, Any] = {}  # id(actor) -> its trial's placement group
         # Function trials return their results in batches (`train_batch`): the rest of a
         # batch waits here and is handed out one result per ContinueTrial.
         self._buffered: dict[str, collections.deque] = {}
@@ -143,11 +144,21 @@ class RayTrialExecutor:
             options: dict[str, Any] = {"num_cpus": r.cpu, "num_gpus": r.gpu}
             if r.custom_resources:
                 options["resources"] = dict(r.custom_resources)
+            pg = None
+            if r.bundles:  # PlacementGroupFactory: the actor in bundle 0, its children in the rest
+                from ray.util.placement_group import placement_group
+                from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+                pg = placement_group(list(r.bundles), strategy=r.strategy)
+                options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                    pg, 0, placement_group_capture_child_tasks=True)
             actor = _remote_class(cls).options(**options).remote(
                 trial.config,
                 logger_creator=_LogdirCreator(trial.logdir, trial.trial_id, str(trial)),
                 hide_gpus=r.gpu == 0,
             )
+            if pg is not None:
+                self._groups[id(actor)] = pg
         self._actors[trial.trial_id] = actor
         if checkpoint is not None:
             if checkpoint.storage == Checkpoint.MEMORY:
@@ -205,6 +216,14 @@ class RayTrialExecutor:
             ray.kill(actor)
         except Exception:  # noqa: BLE001
             pass
+        pg = self._groups.pop(id(actor), None)
+        if pg is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            try:
+                remove_placement_group(pg)
+            except Exception:  # noqa: BLE001 - the cluster is going away
+                pass
 
     # -- events ----------------------------------------------------------------
     def has_in_flight(self) -> bool:

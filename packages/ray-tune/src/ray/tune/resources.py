@@ -20,8 +20,13 @@ class Resources:
     extra_gpu: float = 0
     custom_resources: dict = field(default_factory=dict)
     extra_custom_resources: dict = field(default_factory=dict)
+    # From a PlacementGroupFactory: the trial runs in a placement group of these bundles
+    # (bundle 0 = cpu/gpu/custom_resources above, the rest = the extra_* amounts).
+    bundles: tuple = ()
+    strategy: str = "PACK"
 
     def __post_init__(self):
+        object.__setattr__(self, "bundles", tuple(dict(b) for b in self.bundles))
         for name in ("cpu", "gpu", "extra_cpu", "extra_gpu"):
             if getattr(self, name) < 0:
                 raise TuneError(f"resources_per_trial: {name} must be >= 0")
@@ -47,6 +52,8 @@ class Resources:
             self.extra_gpu,
             tuple(sorted(self.custom_resources.items())),
             tuple(sorted(self.extra_custom_resources.items())),
+            tuple(tuple(sorted(b.items())) for b in self.bundles),
+            self.strategy,
         )
 
     def summary_string(self) -> str:
@@ -64,6 +71,8 @@ class Resources:
             "extra_gpu": self.extra_gpu,
             "custom_resources": self.custom_resources,
             "extra_custom_resources": self.extra_custom_resources,
+            "bundles": [dict(b) for b in self.bundles],
+            "strategy": self.strategy,
         }
 
     @classmethod
@@ -80,6 +89,10 @@ def resources_from_spec(spec: dict | Resources | None, config: dict | None = Non
         return None
     if isinstance(spec, Resources):
         return spec
+    from ray.tune.execution.placement_groups import PlacementGroupFactory
+
+    if isinstance(spec, PlacementGroupFactory):
+        return _from_factory(spec)
     if not isinstance(spec, dict):
         raise TuneError(f"resources_per_trial must be a dict, got {spec!r}")
     values: dict[str, Any] = {}
@@ -99,3 +112,17 @@ def resources_from_spec(spec: dict | Resources | None, config: dict | None = Non
         else:
             custom[key] = value
     return Resources(**values, custom_resources=custom, extra_custom_resources=extra_custom)
+
+
+def _from_factory(factory) -> Resources:
+    head, rest = factory.bundles[0], factory.bundles[1:]
+    extra: dict[str, float] = {}
+    for bundle in rest:
+        for k, v in bundle.items():
+            extra[k] = extra.get(k, 0) + v
+    return Resources(
+        cpu=head.get("CPU", 0), gpu=head.get("GPU", 0),
+        extra_cpu=extra.pop("CPU", 0), extra_gpu=extra.pop("GPU", 0),
+        custom_resources={k: v for k, v in head.items() if k not in ("CPU", "GPU")},
+        extra_custom_resources=extra, bundles=tuple(factory.bundles), strategy=factory.strategy,
+    )

@@ -90,6 +90,19 @@ class TrainContext:
     def get_node_rank(self) -> int:
         return 0
 
+    def get_trial_resources(self):
+        """The trial's PlacementGroupFactory (the bundles of the group it runs in), or
+        None when the trial was not given one."""
+        from ray.util.placement_group import get_current_placement_group, placement_group_table
+
+        pg = get_current_placement_group()
+        if pg is None:
+            return None
+        from ray.tune.execution.placement_groups import PlacementGroupFactory
+
+        strategy = placement_group_table(pg).get("strategy", "PACK")
+        return PlacementGroupFactory(pg.bundle_specs, strategy=strategy)
+
 
 def get_context() -> TrainContext:
     runner = _runner()

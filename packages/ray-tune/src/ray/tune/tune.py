@@ -300,6 +300,8 @@ def _error_summary(message: str | None) -> str:
 
 def _cpu_per_trial(experiments: list[Experiment]) -> float:
     spec = experiments[0].spec.get("resources_per_trial") or {}
+    if hasattr(spec, "required_resources"):  # a PlacementGroupFactory
+        return spec.required_resources.get("CPU", 1)
     cpu = spec.get("cpu", 1) if isinstance(spec, dict) else 1
     return cpu if isinstance(cpu, (int, float)) else 1
 

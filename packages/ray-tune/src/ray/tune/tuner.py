@@ -262,14 +262,20 @@ def _class_with_parameters(cls: type, refs: dict) -> type:
 
 def with_resources(trainable: Any, resources: dict | ScalingConfig) -> Any:
     """The resources each trial of `trainable` needs: `{"cpu": 2, "gpu": 0.5}` or a ScalingConfig."""
+    from ray.tune.execution.placement_groups import PlacementGroupFactory
+
     if isinstance(resources, ScalingConfig):
         resources = resources.as_resources()
+    elif isinstance(resources, PlacementGroupFactory):
+        pass
     elif not isinstance(resources, dict):
         raise TuneError(
             f"with_resources() takes a dict such as {{'cpu': 1, 'gpu': 0}} or a ScalingConfig, "
             f"got {type(resources).__name__}"
         )
-    resources = {k.lower() if k.upper() in ("CPU", "GPU") else k: v for k, v in resources.items()}
+    if isinstance(resources, dict):
+        resources = {k.lower() if k.upper() in ("CPU", "GPU") else k: v
+                     for k, v in resources.items()}
     if inspect.isclass(trainable):
         return type(trainable.__name__, (trainable,), {
             "_tune_resources": resources, "__module__": trainable.__module__,
