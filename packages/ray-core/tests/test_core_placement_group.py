@@ -23,7 +23,7 @@ from ray.util.scheduling_strategies import (
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=4, object_store_memory=128 * 1024**2,
+    ray.init(num_cpus=4, num_gpus=2, object_store_memory=128 * 1024**2,
              _internal_config='{"heartbeat_period_s": 0.1}')
     yield
     ray.shutdown()
@@ -139,6 +139,24 @@ def test_child_tasks_are_captured_and_see_their_group(cluster):
     pg_hex, resources = ray.get(parent.options(scheduling_strategy=strategy).remote(), timeout=20)
     assert pg_hex == pg.id.hex() and resources.get(f"CPU_group_{pg_hex}") == 1
     assert get_current_placement_group() is None  # the driver is in no group
+    remove_placement_group(pg)
+
+
+def test_task_on_group_gpus_sees_the_bundles_gpu_ids(cluster):
+    pg = placement_group([{"CPU": 1}, {"CPU": 1, "GPU": 1}])
+    ray.get(pg.ready(), timeout=10)
+
+    @ray.remote(num_gpus=1)
+    def gpus():
+        import os
+
+        return ray.get_gpu_ids(), os.environ.get("CUDA_VISIBLE_DEVICES")
+
+    ids, visible = ray.get(gpus.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+        pg, 1)).remote(), timeout=10)
+    assert len(ids) == 1 and visible == str(ids[0])
+    with pytest.raises(ValueError, match="bundle 0"):
+        gpus.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 0))
     remove_placement_group(pg)
 
 

@@ -11,6 +11,7 @@ import ray
 from ray.cluster_utils import Cluster
 from ray.exceptions import TaskUnschedulableError
 from ray.util.placement_group import (
+    get_placement_group,
     placement_group,
     placement_group_table,
     remove_placement_group,
@@ -76,11 +77,68 @@ def test_spread_strategy_uses_several_nodes(cluster):
     assert len(set(ray.get(refs, timeout=30))) == 2
 
 
+@ray.remote(num_cpus=1)
+class Where:
+    def node(self):
+        return ray.get_runtime_context().get_node_id()
+
+
+def test_spread_actors_land_on_different_nodes(cluster):
+    actors = [Where.options(scheduling_strategy="SPREAD").remote() for _ in range(2)]
+    assert len(set(ray.get([a.node.remote() for a in actors], timeout=30))) == 2
+    for actor in actors:
+        ray.kill(actor)
+
+
 def test_node_affinity_hard_and_soft(cluster):
     target = cluster.worker_nodes[-1].node_id
     hard = NodeAffinitySchedulingStrategy(target, soft=False)
     assert set(ray.get([where.options(scheduling_strategy=hard).remote() for _ in range(3)],
                        timeout=30)) == {target}
+    actor = Where.options(scheduling_strategy=hard).remote()
+    assert ray.get(actor.node.remote(), timeout=30) == target
+    ray.kill(actor)
+
+
+def test_a_task_on_another_node_creates_a_group_through_the_head(cluster):
+    target = cluster.worker_nodes[0].node_id
+
+    @ray.remote(num_cpus=0)
+    def make_group():
+        pg = placement_group([{"CPU": 1}], strategy="STRICT_PACK")
+        ok = pg.wait(10)
+        table = placement_group_table(pg)
+        remove_placement_group(pg)
+        return ok, table["state"]
+
+    strategy = NodeAffinitySchedulingStrategy(target, soft=False)
+    assert ray.get(make_group.options(scheduling_strategy=strategy).remote(), timeout=30) == \
+        (True, "CREATED")
+
+
+def test_a_finished_jobs_groups_are_removed_but_detached_ones_stay(cluster):
+    import subprocess
+    import sys
+
+    script = (
+        "import ray\n"
+        "from ray.util.placement_group import placement_group\n"
+        f"ray.init(address={cluster.address!r})\n"
+        "mine = placement_group([{'CPU': 1}], name='job-scoped')\n"
+        "kept = placement_group([{'CPU': 1}], name='kept', lifetime='detached')\n"
+        "assert mine.wait(10) and kept.wait(10)\n"
+        "print(mine.id.hex(), kept.id.hex())\n"
+        "ray.shutdown()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    mine_hex, kept_hex = out[-2], out[-1]
+    deadline = time.monotonic() + 10
+    while placement_group_table()[mine_hex]["state"] != "REMOVED":
+        assert time.monotonic() < deadline, placement_group_table()[mine_hex]
+        time.sleep(0.1)
+    assert placement_group_table()[kept_hex]["state"] == "CREATED"
+    remove_placement_group(get_placement_group("kept"))
 
 
 def test_group_on_a_dead_node_is_placed_again_and_hard_affinity_to_it_fails(cluster):

@@ -4,6 +4,7 @@ errors bad input gets. No processes."""
 
 import pytest
 
+import ray
 from ray._private.options import ActorOptions, TaskOptions
 from ray._private.raylet.placement import (
     BundleLedger,
@@ -152,3 +153,14 @@ def test_bad_bundles_get_clear_errors():
     with pytest.raises(ValueError, match="must be a number"):
         check_bundles([{"CPU": -1}])
     assert check_bundles([{"CPU": 1, "GPU": 0}]) == [{"CPU": 1}]
+
+
+def test_placement_groups_need_a_cluster_in_local_mode():
+    from ray.util.placement_group import placement_group
+
+    ray.init(local_mode=True)
+    try:
+        with pytest.raises(ray.exceptions.RayError, match="local_mode"):
+            placement_group([{"CPU": 1}])
+    finally:
+        ray.shutdown()
