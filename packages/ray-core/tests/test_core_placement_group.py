@@ -105,6 +105,12 @@ def test_group_that_does_not_fit_stays_pending_until_resources_free(cluster):
     # never fits on this cluster: pending, not an error
     huge = placement_group([{"CPU": 64}])
     assert not huge.wait(0.3)
+    # its bundle is what the autoscaler sees as demand
+    from ray._private import runtime
+    from ray._private.gcs import keys
+
+    loads = runtime.current().gcs.hgetall_obj(keys.NODE_LOADS)
+    assert any({"CPU": 64} in load["demand"] for load in loads.values())
     remove_placement_group(huge)
     assert _available_cpus(4)
 

@@ -110,6 +110,13 @@ def test_spread_takes_turns_over_nodes_with_room():
     assert not any(isinstance(d, Spillback) for d in default)
 
 
+def test_group_requests_are_not_autoscaler_demand():
+    sched = LeaseScheduler(NodeResources({"CPU": 1}))
+    sched.submit(LeaseRequest(1, rewrite_shape({"CPU": 1}, PG, 0)))
+    sched.submit(LeaseRequest(2, {"GPU": 1}))
+    assert sched.pending_demand() == [{"GPU": 1}]
+
+
 def _pg(bundles):
     return PlacementGroup(PlacementGroupID(bytes.fromhex(PG)), bundles)
 

@@ -551,7 +551,8 @@ class NodeManager:
         self.gcs.hset_obj(keys.NODE_LOADS, self.node_id, {
             "available": self.resources.available_dict(),
             "total": self.resources.total_dict(),
-            "demand": self.scheduler.pending_demand(),
+            "demand": self.scheduler.pending_demand() + (
+                self.pg_manager.pending_bundles() if self.pg_manager else []),
             "time": now,
         })
         nodes = self.gcs.hgetall_obj(keys.NODES)

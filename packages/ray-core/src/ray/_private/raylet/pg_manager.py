@@ -269,6 +269,12 @@ class PlacementGroupManager:
         record["scheduled_at"] = time.time()
         self._save(record)
 
+    def pending_bundles(self) -> list[dict]:
+        """Bundles still waiting for a node (the autoscaler's demand)."""
+        return [dict(record["bundles"][i]) for record in self.groups.values()
+                if record["state"] in (PENDING, RESCHEDULING)
+                for i, node in enumerate(record["bundle_nodes"]) if node is None]
+
     # -- periodic (head heartbeat) ---------------------------------------------------------
     def tick(self, nodes: dict, now: float) -> None:
         alive = {node_id for node_id, info in nodes.items() if info.get("alive", True)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable
 
+from ray._private.raylet.placement import group_of
 from ray._private.raylet.resources import Allocation, NodeResources, to_units
 
 
@@ -171,7 +172,10 @@ class LeaseScheduler:
         return total
 
     def pending_demand(self) -> list[dict[str, float]]:
-        return [dict(q.shape) for q in self.queue]
+        """Queued shapes, for the autoscaler. Requests for a placement group's resources
+        are left out: they wait for bundles, which the group reports as its demand."""
+        return [dict(q.shape) for q in self.queue
+                if not any(group_of(name) for name in q.shape)]
 
 
 def fits_units(shape: dict[str, float], available: dict[str, int]) -> bool:
