@@ -148,6 +148,24 @@ def test_child_tasks_are_captured_and_see_their_group(cluster):
     remove_placement_group(pg)
 
 
+def test_parent_blocked_on_its_child_lends_the_bundles_only_cpu(cluster):
+    pg = placement_group([{"CPU": 1}])
+    ray.get(pg.ready(), timeout=10)
+
+    @ray.remote
+    def leaf():
+        return get_current_placement_group().id.hex()
+
+    @ray.remote
+    def parent():
+        return ray.get(leaf.remote())  # needs the CPU this task holds while it waits
+
+    strategy = PlacementGroupSchedulingStrategy(pg, 0, placement_group_capture_child_tasks=True)
+    assert ray.get(parent.options(scheduling_strategy=strategy).remote(), timeout=20) == \
+        pg.id.hex()
+    remove_placement_group(pg)
+
+
 def test_task_on_group_gpus_sees_the_bundles_gpu_ids(cluster):
     pg = placement_group([{"CPU": 1}, {"CPU": 1, "GPU": 1}])
     ray.get(pg.ready(), timeout=10)
