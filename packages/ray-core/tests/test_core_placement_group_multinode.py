@@ -127,7 +127,7 @@ def test_a_finished_jobs_groups_are_removed_but_detached_ones_stay(cluster):
         "mine = placement_group([{'CPU': 1}], name='job-scoped')\n"
         "kept = placement_group([{'CPU': 1}], name='kept', lifetime='detached')\n"
         "assert mine.wait(10) and kept.wait(10)\n"
-        "print(mine.id.hex(), kept.id.hex())\n"
+        "print(mine.id.hex(), kept.id.hex(), flush=True)\n"
         "ray.shutdown()\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -138,6 +138,16 @@ def test_a_finished_jobs_groups_are_removed_but_detached_ones_stay(cluster):
         assert time.monotonic() < deadline, placement_group_table()[mine_hex]
         time.sleep(0.1)
     assert placement_group_table()[kept_hex]["state"] == "CREATED"
+    remove_placement_group(get_placement_group("kept"))
+    # a driver killed without ray.shutdown(): its raylet marks the job over
+    crash = script.replace("ray.shutdown()", "import os; os._exit(1)")
+    out = subprocess.run([sys.executable, "-c", crash], capture_output=True, text=True,
+                         timeout=60).stdout.split()
+    crashed_hex = out[-2]
+    deadline = time.monotonic() + 10
+    while placement_group_table()[crashed_hex]["state"] != "REMOVED":
+        assert time.monotonic() < deadline, placement_group_table()[crashed_hex]
+        time.sleep(0.1)
     remove_placement_group(get_placement_group("kept"))
 
 

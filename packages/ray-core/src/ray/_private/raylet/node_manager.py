@@ -203,6 +203,7 @@ class NodeManager:
                 if w.state == IDLE and w.job_id == job_id:
                     self.pool.kill(w, signal.SIGTERM)
                     self.pool.remove(w)
+            self._job_finished(job_id)
         # Leases held by this peer (a driver or worker that owned tasks) die with it.
         for w in list(self.pool.workers.values()):
             lease = w.lease
@@ -223,6 +224,18 @@ class NodeManager:
                 still.append((grant, deferred, owner_peer))
         self.waiting_for_worker = still
         self._apply(self.scheduler.dispatch())
+
+    def _job_finished(self, job_id: bytes) -> None:
+        """A driver that exits without ray.shutdown() (killed) cannot mark its job over in
+        the job table itself; its raylet does, so what belongs to the job (placement
+        groups) is cleaned up."""
+        try:
+            info = self.gcs.hget_obj(keys.JOBS, job_id.hex())
+            if info is not None and info.get("alive", True):
+                info.update(alive=False, end_time=time.time())
+                self.gcs.hset_obj(keys.JOBS, job_id.hex(), info)
+        except Exception:
+            logger.debug("could not mark job %s finished", job_id.hex(), exc_info=True)
 
     def _worker_gone(self, worker, why):
         if worker.state == "dead":
