@@ -222,6 +222,8 @@ class _Watcher:
         # Subscribed first, read second: no state change can fall in between.
         record = core.gcs.hget_obj(keys.PLACEMENT_GROUPS, pg.id.hex())
         if record is None:
+            with self.lock:
+                self.waiting.pop(pg.id.hex(), None)
             raise ValueError(f"placement group {pg.id.hex()} does not exist in this cluster")
         self._on_change(None, record)
         return ref
