@@ -171,3 +171,8 @@ def test_placement_groups_need_a_cluster_in_local_mode():
             placement_group([{"CPU": 1}])
     finally:
         ray.shutdown()
+
+
+def test_ray_util_works_after_plain_import_ray():
+    assert callable(ray.util.placement_group) and callable(ray.util.remove_placement_group)
+    assert callable(ray.util.get_current_placement_group)
