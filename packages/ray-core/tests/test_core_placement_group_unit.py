@@ -128,6 +128,8 @@ def test_task_options_rewrite_into_the_group_and_old_spelling_works():
     old = TaskOptions.from_kwargs({"placement_group": pg, "placement_group_bundle_index": 1})
     assert new.resource_shape() == old.resource_shape() == {
         f"CPU_group_{PG}": 1, f"CPU_group_1_{PG}": 1}
+    empty = TaskOptions.from_kwargs({"placement_group": PlacementGroup.empty()})
+    assert empty.resource_shape() == {"CPU": 1} and empty.strategy() is None
     actor = ActorOptions.from_kwargs({"placement_group": pg})
     assert actor.resource_shape() == {f"bundle_group_{PG}": 0.001}
     assert actor.placement_shape() == {}

@@ -86,7 +86,7 @@ def effective_strategy(opts):
     included), checked; None means the default."""
     strategy = opts.scheduling_strategy
     pg = opts.placement_group
-    if pg is not None and pg != "default":
+    if pg is not None and pg != "default" and not getattr(pg, "is_empty", False):
         if strategy not in (None, "DEFAULT"):
             raise ValueError("Pass either scheduling_strategy=... or placement_group=..., "
                              "not both.")

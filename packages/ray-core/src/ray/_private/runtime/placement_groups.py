@@ -46,6 +46,15 @@ class PlacementGroup:
         self.id = id
         self._bundles = bundle_specs
 
+    @staticmethod
+    def empty() -> PlacementGroup:
+        """The null group (Ray's "no placement group")."""
+        return PlacementGroup(PlacementGroupID(b"\x00" * PG_ID_BYTES), [])
+
+    @property
+    def is_empty(self) -> bool:
+        return self.id.binary() == b"\x00" * PG_ID_BYTES
+
     @property
     def bundle_specs(self) -> list[dict]:
         if self._bundles is None:
