@@ -94,6 +94,7 @@ class NodeManager:
         self.loop = None
         self.tcp_port = None
         self.drivers: dict[object, bytes] = {}
+        self._refresh_pending = False
         # runtime_env of pending/granted lease requests: request id -> [env key, env].
         self.lease_envs: dict[int, list] = {}
         self.env_setups: dict[str, asyncio.Future] = {}  # env key -> node-side setup
@@ -293,7 +294,10 @@ class NodeManager:
 
     def _warn_infeasible(self, req, total):
         if pg_of_shape(req.shape) is not None:
-            return  # its group is not placed (here) yet: it waits, like Ray, silently
+            # Its bundle is elsewhere (or not placed yet): it waits silently, like Ray;
+            # fresh views let it spill to a bundle committed since our last heartbeat.
+            self.refresh_remote_soon()
+            return
         msg = (
             f"A task or actor needs {req.shape} but no node in the cluster can ever provide "
             f"that (cluster total: {total}). It will wait until a node that fits joins "
@@ -561,13 +565,7 @@ class NodeManager:
             logger.warning("GCS reachable again")
             self._gcs_down = False
             self._gcs_back_at = now
-        self.gcs.hset_obj(keys.NODE_LOADS, self.node_id, {
-            "available": self.resources.available_dict(),
-            "total": self.resources.total_dict(),
-            "demand": self.scheduler.pending_demand() + (
-                self.pg_manager.pending_bundles() if self.pg_manager else []),
-            "time": now,
-        })
+        self.publish_load(now)
         nodes = self.gcs.hgetall_obj(keys.NODES)
         loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
         if self.node_id not in nodes:  # a Redis restarted without its append-only file
@@ -577,6 +575,21 @@ class NodeManager:
             return
         if self.args.head and now - self._gcs_back_at > self.config.heartbeat_timeout_s:
             self._mark_silent_nodes_dead(nodes, now)
+        self._apply(self.scheduler.update_remote(self._remote_views(nodes, loads, now)))
+        self.bundles.check_queued()
+        if self.pg_manager is not None:
+            self.pg_manager.tick(nodes, now)
+
+    def publish_load(self, now: float) -> None:
+        self.gcs.hset_obj(keys.NODE_LOADS, self.node_id, {
+            "available": self.resources.available_dict(),
+            "total": self.resources.total_dict(),
+            "demand": self.scheduler.pending_demand() + (
+                self.pg_manager.pending_bundles() if self.pg_manager else []),
+            "time": now,
+        })
+
+    def _remote_views(self, nodes: dict, loads: dict, now: float) -> dict:
         remote = {}
         for node_id, info in nodes.items():
             if node_id == self.node_id or not info.get("alive", True):
@@ -585,10 +598,27 @@ class NodeManager:
             if load is None or now - load.get("time", 0) > self.config.heartbeat_timeout_s:
                 continue
             remote[node_id] = RemoteNode(dict(load["total"]), dict(load["available"]))
-        self._apply(self.scheduler.update_remote(remote))
-        self.bundles.check_queued()
-        if self.pg_manager is not None:
-            self.pg_manager.tick(nodes, now)
+        return remote
+
+    def refresh_remote_soon(self) -> None:
+        """Re-read the other nodes' resources now rather than at the next heartbeat: a
+        placement group's bundles committed elsewhere are published at once, so its
+        first tasks spill there without waiting up to two heartbeat periods."""
+        if self._refresh_pending or self._stopping:
+            return
+        self._refresh_pending = True
+
+        def refresh():
+            self._refresh_pending = False
+            try:
+                nodes = self.gcs.hgetall_obj(keys.NODES)
+                loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
+            except Exception:  # the heartbeat reports GCS trouble
+                return
+            views = self._remote_views(nodes, loads, time.time())
+            self._apply(self.scheduler.update_remote(views))
+
+        self.loop.call_later(0.002, refresh)
 
     def _declared_dead(self, now):
         """The head marked this node dead (it missed heartbeats, e.g. stalled under load).

@@ -67,8 +67,17 @@ class NodeBundles:
 
     def h_commit(self, peer, pg_hex):
         ok = self.ledger.commit(pg_hex)
+        self._published()
         self.node._apply(self.node.scheduler.dispatch())
         return ok
+
+    def _published(self) -> None:
+        """Tell the other raylets about changed group resources now, not at the next
+        heartbeat (they spill the group's tasks here from what they read)."""
+        try:
+            self.node.publish_load(time.time())
+        except Exception:  # the heartbeat retries and reports GCS trouble
+            logger.debug("could not publish the load after a bundle change", exc_info=True)
 
     def h_cancel(self, peer, pg_hex, indices=None, removed=True):
         """Give bundles back; with ``removed``, also stop everything running in them and
@@ -77,6 +86,7 @@ class NodeBundles:
             self.removed.add(pg_hex)
             self._stop_group_work(pg_hex)
         self.ledger.release(pg_hex, None if indices is None else set(indices))
+        self._published()
         self.node._apply(self.node.scheduler.dispatch())
         return True
 
