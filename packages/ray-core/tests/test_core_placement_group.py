@@ -191,6 +191,8 @@ def test_bad_requests_name_the_problem(cluster):
         placement_group([{"CPU": 0}])
     with pytest.raises(ValueError, match="Unknown placement group strategy"):
         placement_group([{"CPU": 1}], strategy="TIGHT")
+    with pytest.raises(ValueError, match="only works with strategy='STRICT_PACK'"):
+        placement_group([{"CPU": 1}], _soft_target_node_id="ab" * 20)
     pg = placement_group([{"CPU": 1}])
     with pytest.raises(ValueError, match="out of range"):
         assigned.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 1))

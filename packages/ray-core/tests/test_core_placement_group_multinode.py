@@ -69,6 +69,11 @@ def test_strict_pack_puts_every_bundle_on_one_node(cluster):
     assert nodes[0] == nodes[1]
     assert set(ray.get([_in(pg, 0).remote(), _in(pg, 1).remote()], timeout=30)) == {nodes[0]}
     remove_placement_group(pg)
+    target = cluster.worker_nodes[-1].node_id
+    hinted = placement_group([{"CPU": 1}], strategy="STRICT_PACK", _soft_target_node_id=target)
+    assert hinted.wait(10)
+    assert placement_group_table(hinted)["bundles_to_node_id"] == {0: target}
+    remove_placement_group(hinted)
 
 
 def test_spread_strategy_uses_several_nodes(cluster):

@@ -62,6 +62,13 @@ def test_placement_respects_custom_resources_and_fixed_bundles():
     assert place_bundles([{"CPU": 1}, {"CPU": 1}], "STRICT_PACK", nodes, {0: "b"}) == {1: "b"}
 
 
+def test_strict_pack_tries_the_soft_target_first():
+    bundles = [{"CPU": 1}]
+    assert place_bundles(bundles, "STRICT_PACK", NODES) == {0: "a"}
+    assert place_bundles(bundles, "STRICT_PACK", NODES, prefer="c") == {0: "c"}
+    assert place_bundles([{"CPU": 3}], "STRICT_PACK", NODES, prefer="c") == {0: "a"}
+
+
 def test_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="STRICT_SPREAD"):
         place_bundles([{"CPU": 1}], "SPREAD_OUT", NODES)

@@ -25,13 +25,15 @@ from ray._private.runtime.placement_groups import PlacementGroup, PlacementGroup
 
 
 def placement_group(bundles: list[dict], strategy: str = "PACK", name: str = "",
-                    lifetime: str | None = None, **kwargs) -> PlacementGroup:
+                    lifetime: str | None = None,
+                    _soft_target_node_id: str | None = None) -> PlacementGroup:
     """Ask for ``bundles`` (e.g. ``[{"CPU": 1, "GPU": 1}] * 2``) placed by ``strategy``.
 
     Returns at once; ``pg.ready()`` / ``pg.wait(timeout_seconds)`` tell when every
     bundle is reserved. ``name=`` makes it findable with :func:`get_placement_group`;
-    ``lifetime="detached"`` keeps it after this job ends."""
-    return _pg.create(bundles, strategy, name, lifetime, **kwargs)
+    ``lifetime="detached"`` keeps it after this job ends. ``_soft_target_node_id``
+    (STRICT_PACK only): try that node first."""
+    return _pg.create(bundles, strategy, name, lifetime, _soft_target_node_id)
 
 
 def remove_placement_group(placement_group: PlacementGroup) -> None:

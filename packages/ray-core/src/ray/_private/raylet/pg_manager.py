@@ -180,6 +180,7 @@ class PlacementGroupManager:
             "bundle_nodes": [None] * len(bundles), "state": PENDING,
             "job_id": spec.get("job_id", ""), "detached": bool(spec.get("detached")),
             "creator_pid": spec.get("pid"), "created_at": time.time(), "scheduled_at": None,
+            "soft_target": spec.get("soft_target"),
         }
         self.groups[pg_hex] = record
         self._save(record)
@@ -244,7 +245,8 @@ class PlacementGroupManager:
         pg_hex = record["placement_group_id"]
         fixed = {i: n for i, n in enumerate(record["bundle_nodes"]) if n}
         views = self._views()
-        plan = place_bundles(record["bundles"], record["strategy"], views, fixed)
+        plan = place_bundles(record["bundles"], record["strategy"], views, fixed,
+                             prefer=record.get("soft_target"))
         if not plan:
             return
         by_node: dict[str, list[int]] = {}

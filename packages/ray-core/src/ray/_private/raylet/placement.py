@@ -100,20 +100,21 @@ def place_bundles(
     strategy: str,
     nodes: dict[str, dict[str, float]],
     fixed: dict[int, str] | None = None,
+    prefer: str | None = None,
 ) -> dict[int, str] | None:
     """Choose a node for every bundle not in ``fixed``, or None if none fits now.
 
     ``nodes`` maps node id -> available resources (``fixed`` bundles are already
     reserved, so not counted in them). PACK puts bundles on as few nodes as it can,
     SPREAD on as many; the STRICT forms fail instead of bending. Greedy, in bundle
-    order, ties broken by node id (deterministic)."""
+    order, ties broken by node id (deterministic). STRICT_PACK tries ``prefer`` first."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown placement strategy {strategy!r}; use one of {STRATEGIES}")
     fixed = dict(fixed or {})
     todo = [i for i in range(len(bundles)) if i not in fixed]
     avail = {node: dict(res) for node, res in nodes.items()}
     if strategy == "STRICT_PACK":
-        return _strict_pack(bundles, todo, avail, fixed)
+        return _strict_pack(bundles, todo, avail, fixed, prefer)
     placed = dict(fixed)
     for i in todo:
         node = _choose(bundles[i], strategy, avail, placed)
@@ -124,12 +125,12 @@ def place_bundles(
     return {i: placed[i] for i in todo}
 
 
-def _strict_pack(bundles, todo, avail, fixed):
+def _strict_pack(bundles, todo, avail, fixed, prefer=None):
     need = _sum(bundles[i] for i in todo)
     used = set(fixed.values())
     if len(used) > 1:
         return None
-    candidates = sorted(used) if used else sorted(avail)
+    candidates = sorted(used) if used else sorted(avail, key=lambda n: (n != prefer, n))
     for node in candidates:
         if node in avail and _fits(need, avail[node]):
             return {i: node for i in todo}

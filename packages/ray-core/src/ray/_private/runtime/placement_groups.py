@@ -139,8 +139,11 @@ def check_bundles(bundles) -> list[dict]:
 
 
 def create(bundles, strategy: str = "PACK", name: str = "", lifetime: str | None = None,
-           _soft_target_node_id=None, **_ignored) -> PlacementGroup:
+           _soft_target_node_id: str | None = None) -> PlacementGroup:
     bundles = check_bundles(bundles)
+    if _soft_target_node_id is not None and strategy != "STRICT_PACK":
+        raise ValueError("_soft_target_node_id only works with strategy='STRICT_PACK' "
+                         f"(got {strategy!r}), as in Ray.")
     if strategy not in STRATEGIES:
         raise ValueError(f"Unknown placement group strategy {strategy!r}; use one of "
                          f"{', '.join(STRATEGIES)}.")
@@ -154,6 +157,7 @@ def create(bundles, strategy: str = "PACK", name: str = "", lifetime: str | None
         "placement_group_id": pg_id.hex(), "bundles": bundles, "strategy": strategy,
         "name": name or "", "namespace": core.namespace, "job_id": core.job_hex,
         "detached": lifetime == "detached", "pid": os.getpid(),
+        "soft_target": _soft_target_node_id,
     }, timeout=30)
     if "error" in reply:
         raise ValueError(reply["error"])
