@@ -41,6 +41,8 @@ def test_factory_resources_count_every_bundle():
     assert type(r).from_json(r.to_json()) == r
     with pytest.raises(TuneError, match="non-empty list"):
         PlacementGroupFactory([])
+    with pytest.raises(TuneError, match="unknown arguments"):
+        PlacementGroupFactory([{"CPU": 1}], nme="x")
     with pytest.raises(TuneError, match="unknown strategy"):
         PlacementGroupFactory([{"CPU": 1}], strategy="CLOSE")
 

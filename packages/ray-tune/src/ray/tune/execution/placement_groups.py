@@ -37,6 +37,11 @@ class PlacementGroupFactory:
             clean[0] = {"CPU": 0.01}
         if any(not b for b in clean[1:]):
             raise TuneError("PlacementGroupFactory: only the first bundle may be empty")
+        unknown = set(kwargs) - {"name", "lifetime", "_soft_target_node_id"}
+        if unknown:
+            raise TuneError(f"PlacementGroupFactory got unknown arguments {sorted(unknown)}; "
+                            "it takes bundles, strategy and placement_group's name, lifetime, "
+                            "_soft_target_node_id")
         self.bundles = clean
         self.strategy = strategy
         self._kwargs = kwargs  # passed on to placement_group (e.g. lifetime=)
