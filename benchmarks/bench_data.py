@@ -6,7 +6,9 @@
 Each figure is the best of ``--repeat`` runs. Ratios compare the same work done by
 plain numpy/pandas in the driver (``*_vs_local``: local seconds / ray.data seconds, so
 above 1 means ray.data was faster). ``tiny_op_ms`` is the fixed cost of one
-transformation over 8 one-row blocks (8 tasks plus their metadata).
+transformation over 8 one-row blocks (8 tasks plus their metadata). ``sort`` and
+``groupby`` run as tasks over 8 blocks against pandas ``sort_values``/``groupby`` in
+one process.
 """
 
 from __future__ import annotations
@@ -53,6 +55,14 @@ def run(rows: int, repeat: int) -> dict:
     )
     roundtrip_s = best_of(repeat, lambda: ray.data.from_pandas(frame).to_pandas())
     out["from_to_pandas_vs_copy"] = best_of(repeat, frame.copy) / roundtrip_s
+    keyed_frame = pd.DataFrame({"k": np.random.default_rng(1).integers(0, 1000, rows), "x": frame["x"]})
+    keyed = ray.data.from_pandas(keyed_frame, override_num_blocks=8).materialize()
+    sort_s = best_of(repeat, lambda: keyed.sort("x").materialize())
+    out["sort_rows_per_s"] = rows / sort_s
+    out["sort_vs_local"] = best_of(repeat, lambda: keyed_frame.sort_values("x")) / sort_s
+    groupby_s = best_of(repeat, lambda: keyed.groupby("k").mean("x").materialize())
+    out["groupby_mean_1000_keys_s"] = groupby_s
+    out["groupby_vs_local"] = best_of(repeat, lambda: keyed_frame.groupby("k")["x"].mean()) / groupby_s
     tiny = ray.data.range(8, override_num_blocks=8).materialize()
     out["tiny_op_ms"] = 1000 * best_of(repeat, lambda: tiny.map_batches(lambda b: b).materialize())
     return out
