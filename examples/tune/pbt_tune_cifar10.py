@@ -143,6 +143,10 @@ class Cifar10Trainable(tune.Trainable):
 
 def main(smoke_test: bool = False, local_dir: str | None = None):
     epochs = 6 if smoke_test else 20
+    if smoke_test:
+        # Reproducible starting points: an unlucky draw (both lrs near 0.001) cannot learn
+        # anything in six short epochs, which made the smoke test's accuracy bar flaky.
+        random.seed(0)
     pbt = PopulationBasedTraining(
         time_attr="training_iteration", metric="mean_accuracy", mode="max",
         perturbation_interval=1 if smoke_test else 4,
