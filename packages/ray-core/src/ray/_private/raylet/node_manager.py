@@ -264,8 +264,9 @@ class NodeManager:
         deferred = Deferred()
         self.pending[rid] = (req, deferred, peer)
         decisions = self.scheduler.submit(req)
-        logger.debug("lease request %d %s -> %s (available %s, queued %d)", rid, shape,
-                     decisions, self.resources.available_dict(), len(self.scheduler.queue))
+        if logger.isEnabledFor(logging.DEBUG):  # available_dict() is not free: once per lease
+            logger.debug("lease request %d %s -> %s (available %s, queued %d)", rid, shape,
+                         decisions, self.resources.available_dict(), len(self.scheduler.queue))
         self._apply(decisions)
         return deferred
 
