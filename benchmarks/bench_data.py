@@ -2,13 +2,17 @@
 
     python benchmarks/bench_data.py             # 2M rows, about 30 s on a quiet 2-core box
     python benchmarks/bench_data.py --rows 200000
+    /work/peer/ray260/bin/python benchmarks/bench_data.py    # the same against Ray 2.60
 
+Public API only, so it runs unchanged against any implementation of ``ray.data``.
 Each figure is the best of ``--repeat`` runs. Ratios compare the same work done by
 plain numpy/pandas in the driver (``*_vs_local``: local seconds / ray.data seconds, so
 above 1 means ray.data was faster). ``tiny_op_ms`` is the fixed cost of one
-transformation over 8 one-row blocks (8 tasks plus their metadata). ``sort`` and
-``groupby`` run as tasks over 8 blocks against pandas ``sort_values``/``groupby`` in
-one process.
+transformation over 8 one-row blocks. ``sort`` and ``groupby`` run as tasks over 8
+blocks of the same 2-column data (an int key in [0, 1000), a float) against pandas
+``sort_values``/``groupby`` in one process: ``*_pandas_blocks`` from
+``from_pandas``, ``*_arrow_blocks`` from ``from_arrow``. ``fused_maps_s`` runs
+``map_batches -> map_batches -> filter`` over the 8 blocks.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 
 def best_of(repeat: int, fn) -> float:
@@ -29,6 +34,18 @@ def best_of(repeat: int, fn) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def _sort_and_groupby(out: dict, name: str, keyed, frame: pd.DataFrame, repeat: int) -> None:
+    rows = len(frame)
+    keyed.sort("x").materialize()  # warm: workers import what the kernels use
+    sort_s = best_of(repeat, lambda: keyed.sort("x").materialize())
+    out[f"sort_{name}_rows_per_s"] = rows / sort_s
+    out[f"sort_{name}_vs_local"] = best_of(repeat, lambda: frame.sort_values("x")) / sort_s
+    keyed.groupby("k").mean("x").materialize()
+    groupby_s = best_of(repeat, lambda: keyed.groupby("k").mean("x").materialize())
+    out[f"groupby_mean_1000_keys_{name}_s"] = groupby_s
+    out[f"groupby_{name}_vs_local"] = best_of(repeat, lambda: frame.groupby("k")["x"].mean()) / groupby_s
 
 
 def run(rows: int, repeat: int) -> dict:
@@ -43,6 +60,9 @@ def run(rows: int, repeat: int) -> dict:
     local_s = best_of(repeat, lambda: np.arange(rows) * 2)
     out["map_batches_rows_per_s"] = rows / batches_s
     out["map_batches_vs_local"] = local_s / batches_s
+    out["fused_maps_s"] = best_of(repeat, lambda: base.map_batches(lambda b: {"id": b["id"] * 2})
+                                  .map_batches(lambda b: {"id": b["id"] + 1})
+                                  .filter(lambda r: r["id"] % 2 == 1).materialize())
     small = ray.data.range(min(rows, 100_000), override_num_blocks=8).materialize()
     out["map_rows_per_s"] = small.count() / best_of(
         repeat, lambda: small.map(lambda r: {"id": r["id"] + 1}).materialize()
@@ -55,14 +75,16 @@ def run(rows: int, repeat: int) -> dict:
     )
     roundtrip_s = best_of(repeat, lambda: ray.data.from_pandas(frame).to_pandas())
     out["from_to_pandas_vs_copy"] = best_of(repeat, frame.copy) / roundtrip_s
+
     keyed_frame = pd.DataFrame({"k": np.random.default_rng(1).integers(0, 1000, rows), "x": frame["x"]})
-    keyed = ray.data.from_pandas(keyed_frame, override_num_blocks=8).materialize()
-    sort_s = best_of(repeat, lambda: keyed.sort("x").materialize())
-    out["sort_rows_per_s"] = rows / sort_s
-    out["sort_vs_local"] = best_of(repeat, lambda: keyed_frame.sort_values("x")) / sort_s
-    groupby_s = best_of(repeat, lambda: keyed.groupby("k").mean("x").materialize())
-    out["groupby_mean_1000_keys_s"] = groupby_s
-    out["groupby_vs_local"] = best_of(repeat, lambda: keyed_frame.groupby("k")["x"].mean()) / groupby_s
+    # 8 blocks cut here (Ray 2.60's from_pandas(override_num_blocks=) fails on pandas 3).
+    cuts = [(rows * i // 8, rows * (i + 1) // 8) for i in range(8)]
+    from_pandas = ray.data.from_pandas([keyed_frame.iloc[a:b] for a, b in cuts]).materialize()
+    _sort_and_groupby(out, "pandas_blocks", from_pandas, keyed_frame, repeat)
+    table = pa.Table.from_pandas(keyed_frame, preserve_index=False)
+    from_arrow = ray.data.from_arrow([table.slice(a, b - a) for a, b in cuts]).materialize()
+    _sort_and_groupby(out, "arrow_blocks", from_arrow, keyed_frame, repeat)
+
     tiny = ray.data.range(8, override_num_blocks=8).materialize()
     out["tiny_op_ms"] = 1000 * best_of(repeat, lambda: tiny.map_batches(lambda b: b).materialize())
     return out
@@ -80,6 +102,7 @@ def main() -> None:
         result = run(args.rows, args.repeat)
     finally:
         ray.shutdown()
+    result["ray_version"] = ray.__version__
     result["load_avg_1m"] = os.getloadavg()[0]
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}))
 

@@ -57,7 +57,6 @@ def one_round(profiling: bool, n_tasks: int, repeat: int) -> tuple[float, float]
 
 def same_cluster(n_tasks: int, phases: int) -> dict:
     """Throughput and CPU per task, profiling flipped between phases of one cluster."""
-    import dataclasses
 
     import ray
     from ray._private import runtime as _runtime
@@ -70,14 +69,12 @@ def same_cluster(n_tasks: int, phases: int) -> dict:
 
         @ray.remote
         def set_profiling(enabled, hold_s):
-            rt = _runtime.current()
-            rt.config = dataclasses.replace(rt.config, profiling_enabled=enabled)
+            _runtime.current().profiler.enabled = enabled
             time.sleep(hold_s)  # so each of the two workers takes one
             return os.getpid()
 
         def flip(enabled):
-            driver = _runtime.current()
-            driver.config = dataclasses.replace(driver.config, profiling_enabled=enabled)
+            _runtime.current().profiler.enabled = enabled
             pids = set(ray.get([set_profiling.remote(enabled, 0.3) for _ in range(2)]))
             if len(pids) != 2:
                 raise RuntimeError(f"expected both workers to flip, got pids {pids}")
@@ -107,14 +104,14 @@ def same_cluster(n_tasks: int, phases: int) -> dict:
 
 def added_cpu_us_per_task(n_tasks: int = 20_000) -> dict:
     """CPU the profiling code adds per task, measured on its real code paths."""
-    import types
 
     import psutil
 
     import ray
     from ray._private import profiling
     from ray._private import runtime as _runtime
-    from ray._private.runtime.core_worker import CoreWorker
+    from ray._private.messages import TaskSpec
+    from ray._private.runtime.profiler import Profiler
     from ray._private.runtime.task_executor import _span_extra
 
     ray.init(num_cpus=1)
@@ -122,18 +119,20 @@ def added_cpu_us_per_task(n_tasks: int = 20_000) -> dict:
         rt = _runtime.current()
         redis = next(p for p in psutil.Process().children(recursive=True)
                      if "valkey" in " ".join(p.cmdline()) or "redis" in " ".join(p.cmdline()))
-        buffer = profiling.EventBuffer(10 * n_tasks)
-        fake = types.SimpleNamespace(config=rt.config, _profile_events=buffer)
+        profiler = Profiler(rt.gcs, enabled=True, capacity=10 * n_tasks, flush_period_s=3600,
+                            node_ip=rt.node_ip, component="driver:bench")
+        buffer = profiler.events()
         task_id = bytes(range(16))
-        # A no-op task's spec: no arguments; the owner stamps SUBMITTED into it.
-        spec = [task_id, "job", b"f", "noop", [], [], 1, None, None, None, 0, None, None, 0, None]
+        # A no-op task's spec: no arguments; the owner stamps submitted_at into it.
+        spec = TaskSpec(task_id=task_id, job_id="job", function_id=b"f", name="noop", args=[],
+                        kwarg_names=[], num_returns=1, owner=rt.address)
         t0 = time.thread_time()
         for _ in range(n_tasks):
-            spec[14] = CoreWorker.submit_stamp(fake)
+            spec.submitted_at = profiler.submit_stamp()
         submit = time.thread_time() - t0
         t0 = time.thread_time()
         for _ in range(n_tasks):  # what TaskExecutor.execute does around each task
-            events = CoreWorker.profile_events(fake)
+            events = profiler.events()
             start = time.time() if events is not None else 0.0
             try:
                 pass
@@ -147,6 +146,7 @@ def added_cpu_us_per_task(n_tasks: int = 20_000) -> dict:
         flush = time.thread_time() - t0
         redis_cpu = sum(redis.cpu_times()[:2]) - redis_cpu0
     finally:
+        profiler.stop()
         ray.shutdown()
     per = {"owner_submit_stamp": submit, "worker_execute_span": span,
            "flush_one_event": flush, "redis_store_one_event": redis_cpu}

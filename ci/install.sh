@@ -14,7 +14,11 @@ PIP="$VENV/bin/python -m pip install --quiet --disable-pip-version-check"
 PKGS=(-e packages/ray-plasma -e packages/ray-core -e packages/ray-tune -e packages/ray-rllib
       -e packages/ray-sgd -e packages/ray-autoscaler)
 if [ "${1:-}" = "--test" ]; then
-  $PIP "torch==2.13.0" "${PKGS[@]}" -r ci/requirements-test.txt
+  # The tests exercise the optional paths for real: each package with the extras its
+  # tests import (ray.data on Arrow, the dashboard, Tune's searchers/trackers/storage).
+  TEST_PKGS=(-e "packages/ray-plasma[test]" -e "packages/ray-core[all]" -e "packages/ray-tune[test]"
+             -e "packages/ray-rllib[atari]" -e "packages/ray-sgd[test]" -e "packages/ray-autoscaler[test]")
+  $PIP "torch==2.13.0" "${TEST_PKGS[@]}" -r ci/requirements-test.txt
 else
   $PIP "torch==2.13.0" "${PKGS[@]}"
 fi

@@ -13,4 +13,7 @@ if [ "$#" -eq 0 ]; then
   set -- -m "not docker and not gpu and not (learning and slow)" --durations=30
 fi
 .venv/bin/ruff check .
+.venv/bin/lint-imports                          # ray-core layers (pyproject.toml)
+.venv/bin/python ci/check_library_imports.py    # libraries use only public ray
+.venv/bin/python ci/check_types.py              # mypy; ci/mypy_exemptions.txt only shrinks
 exec .venv/bin/python -m pytest "$@"

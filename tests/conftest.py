@@ -46,3 +46,20 @@ class WheelBuilder:
 @pytest.fixture(scope="session")
 def build_wheels(tmp_path_factory):
     return WheelBuilder(tmp_path_factory.mktemp("ray-wheels"))
+
+
+@pytest.fixture(scope="session")
+def podman_images():
+    """The images of docker/build.sh in podman's storage (marker ``docker`` tests).
+
+    docker/setup_podman.sh first installs and configures podman (idempotent; needs root),
+    then build.sh builds base-deps, deploy and examples, reusing cached layers. Returns
+    the seconds the build took."""
+    import time
+
+    if os.geteuid() != 0:
+        pytest.skip("the image tests install and run podman as root (docker/setup_podman.sh)")
+    subprocess.run([os.path.join(ROOT, "docker", "setup_podman.sh")], check=True, timeout=900)
+    start = time.monotonic()
+    subprocess.run([os.path.join(ROOT, "docker", "build.sh")], check=True, timeout=2400)
+    return time.monotonic() - start

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import re
 import shlex
@@ -36,8 +37,9 @@ VERSIONS = [kubernetes_validate.all_versions()[0], kubernetes_validate.latest_ve
 
 
 def _ray_version() -> str:
-    with open(os.path.join(ROOT, "packages", "ray-core", "pyproject.toml")) as f:
-        return re.search(r'^version = "(.*)"', f.read(), re.M).group(1)
+    """The packages' version, from ray-core's version source (see ci/bump_version.py)."""
+    with open(os.path.join(ROOT, "packages", "ray-core", "src", "ray", "__init__.py")) as f:
+        return re.search(r'^__version__ = "(.*)"$', f.read(), re.M).group(1)
 
 
 def _built_images() -> set[str]:
@@ -290,3 +292,52 @@ def test_cluster_script_sends_workers_its_settings_verbatim(tmp_path):
     bad = subprocess.run([script, "-w", str(tmp_path / "workers.txt"), "script", "nope"],
                          capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
     assert bad.returncode == 2 and "no node script 'nope'" in bad.stderr
+
+
+# ------------------------------------------------------------------ pods on podman
+def _podman_kube():
+    spec = importlib.util.spec_from_file_location("podman_kube", os.path.join(K8S, "podman_kube.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_podman_adaptation_changes_only_what_podman_lacks():
+    """What docker/kubernetes/podman_kube.py hands `podman kube play` (the run itself is in
+    tests/test_kubernetes_pods.py, marker docker): no Service (hostAliases stand in), a
+    literal pod address for status.podIP, one replica, the Job's template as a Pod; the
+    rest of each pod spec as written."""
+    kube = _podman_kube()
+    m = _manifests()
+    head = kube.adapt(m["head.yaml"], ip="10.0.0.10", head_ip=None)
+    assert [d["kind"] for d in head] == ["Deployment"]
+    secret = {("ray-cluster-secret", "password"): "s3cret"}
+    worker = kube.adapt(m["worker.yaml"], ip="10.0.0.11", head_ip="10.0.0.10", name="ray-worker-0",
+                        secret_values=secret)  # fmt: skip
+    (deployment,) = worker
+    assert deployment["metadata"]["name"] == "ray-worker-0" and deployment["spec"]["replicas"] == 1
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["hostAliases"] == [{"ip": "10.0.0.10", "hostnames": ["ray-head"]}]
+    original = _one(m["worker.yaml"], "Deployment")["spec"]["template"]["spec"]
+    env = {e["name"]: e for e in spec["containers"][0]["env"]}
+    before = {e["name"]: e for e in original["containers"][0]["env"]}
+    assert env["MY_POD_IP"] == {"name": "MY_POD_IP", "value": "10.0.0.11"}
+    assert {k: v for k, v in env.items() if k != "MY_POD_IP"} == {
+        k: v for k, v in before.items() if k != "MY_POD_IP"}
+    # $(VAR) expanded as Kubernetes would (podman 4.3 passes it through literally).
+    assert spec["containers"][0]["args"] == [
+        _expand(a, set(before)) .replace(SAMPLE_ENV["MY_POD_IP"], "10.0.0.11")
+        for a in original["containers"][0]["args"]]
+    assert kube._expand("$$(X) $(X) $(Y)", {"X": "1"}) == "$(X) 1 $(Y)"
+    assert kube._resource_value({"name": "c", "resources": {"requests": {"cpu": "500m"}}},
+                                {"resource": "requests.cpu", "divisor": "1"}) == "1"  # rounded up
+    assert spec["volumes"] == original["volumes"]
+    submit = kube.adapt(m["submit.yaml"], ip="10.0.0.12", head_ip="10.0.0.10")
+    assert [d["kind"] for d in submit] == ["ConfigMap", "Pod"]
+    pod = submit[1]
+    job = _one(m["submit.yaml"], "Job")
+    assert pod["metadata"]["name"] == job["metadata"]["name"]
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["spec"]["containers"][0]["command"] == job["spec"]["template"]["spec"]["containers"][0]["command"]
+    with pytest.raises(kube.KubeError, match="StatefulSet"):
+        kube.adapt([{"kind": "StatefulSet"}], ip="x", head_ip=None)

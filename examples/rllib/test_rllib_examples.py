@@ -40,3 +40,12 @@ def test_custom_metrics_and_callbacks_under_tune():
     trials = getattr(analysis, "trials", analysis)
     result = trials[0].last_result
     assert "pole_angle_mean" in result["custom_metrics"]
+
+
+@pytest.mark.timeout(240)
+def test_custom_loss_imitation_example():
+    analysis = _load("custom_loss").main(iters=2)
+    trials = getattr(analysis, "trials", analysis)
+    stats = trials[0].last_result["info"]["learner"]["default_policy"]["model"]
+    assert stats["imitation_loss"] > 0
+    assert "policy_loss" in stats

@@ -64,6 +64,16 @@ def test_pbt_example(ray_cluster, tmp_path):
     assert any("@perturbed" in t.experiment_tag for t in trials)
 
 
+def test_bohb_example(ray_cluster, tmp_path):
+    pytest.importorskip("ConfigSpace")
+    trials = _load("bohb_example").main(smoke_test=True, local_dir=str(tmp_path))
+    assert len(trials) == 10
+    _all_terminated(trials)
+    assert all(10 <= t.config["height"] <= 100 for t in trials)
+    iterations = sorted(t.last_result["training_iteration"] for t in trials)
+    assert iterations[0] < iterations[-1] == 10  # the bracket cut the weaker ones early
+
+
 def test_logging_example_uses_custom_logger_and_names(ray_cluster, tmp_path, capsys):
     trials = _load("logging_example").main(smoke_test=True, local_dir=str(tmp_path))
     _all_terminated(trials)

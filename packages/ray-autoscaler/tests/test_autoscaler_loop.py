@@ -200,6 +200,81 @@ def test_changed_setup_commands_rerun_the_updater_on_live_workers(cluster):
     assert (root / node / "home" / "setup.txt").read_text() == "v2\n"
 
 
+def test_status_shows_pending_then_active_nodes_the_demand_and_what_fits_no_type(cluster):
+    autoscaler, provider, clock, load, messages, root = cluster
+    autoscaler.wall_clock = lambda: 1_700_000_000.0
+    load.demand = [{"CPU": 2}, {"CPU": 64}]
+    autoscaler.update()
+    status = autoscaler.status(update_interval_s=5)
+    (worker,) = workers(provider)
+    assert status.time_s == 1_700_000_000.0 and status.update_interval_s == 5
+    assert status.cluster_name == autoscaler.config.cluster_name
+    assert [(n.node_type, n.status) for n in status.active_nodes] == [("head", "up-to-date")]
+    assert [(n.node_id, n.node_type, n.ip) for n in status.pending_nodes] == [
+        (worker, "cpu2", provider.internal_ip(worker))]
+    assert status.pending_demand == ({"CPU": 2.0}, {"CPU": 64.0})
+    assert status.infeasible_demand == ({"CPU": 64.0},) and status.launched == {"cpu2": 1}
+    autoscaler.wait_for_updaters(timeout_s=30)
+    load.demand = []
+    autoscaler.update()
+    status = autoscaler.status()
+    assert sorted((n.node_type, n.status) for n in status.active_nodes) == [
+        ("cpu2", "up-to-date"), ("head", "up-to-date")]
+    assert status.pending_nodes == () and status.pending_demand == () and status.launched == {}
+    # A node reporting load that the provider did not launch is listed as unmanaged.
+    real_load = load
+
+    def with_stranger():
+        got = real_load()
+        return ClusterLoad(got.nodes + (NodeLoad("10.9.9.9", {"CPU": 4.0}, {"CPU": 4.0}),),
+                           got.demand)
+
+    autoscaler.load_source = with_stranger
+    autoscaler.update()
+    assert ("node_10.9.9.9", "10.9.9.9", "unmanaged") in [
+        (n.node_type, n.ip, n.status) for n in autoscaler.status().active_nodes]
+
+
+def test_status_keeps_the_nodes_whose_setup_failed(cluster):
+    autoscaler, provider, clock, load, messages, root = cluster
+    autoscaler.config = autoscaler.config.replace(setup_commands=["exit 3"])
+    autoscaler._config_source = lambda: autoscaler.config
+    load.demand = [{"CPU": 2}]
+    autoscaler.update()
+    autoscaler.wait_for_updaters(timeout_s=30)
+    (bad,) = workers(provider)
+    bad_ip = provider.internal_ip(bad)
+    autoscaler.update()
+    (failure,) = autoscaler.status().failed_nodes
+    assert (failure.node_type, failure.ip, failure.reason) == ("cpu2", bad_ip, "update-failed")
+    assert bad not in [n.node_id for n in autoscaler.status().pending_nodes]
+
+
+def test_monitor_reports_each_rounds_status_and_outlives_a_failing_report():
+    from ray.state import AutoscalerStatus
+
+    class OneRound:
+        rounds = 0
+
+        def update(self):
+            OneRound.rounds += 1
+
+        def status(self, update_interval_s):
+            return AutoscalerStatus(time_s=float(OneRound.rounds), cluster_name="c",
+                                    update_interval_s=update_interval_s)
+
+    reported, logged, failing = [], [], [True, True, False]
+
+    def report(status):
+        if failing.pop(0):
+            raise ConnectionError("GCS down")
+        reported.append(status)
+
+    Monitor(OneRound(), interval_s=0, log=logged.append, report_status=report).run(max_rounds=3)
+    assert [s.time_s for s in reported] == [3.0]
+    assert len([m for m in logged if "could not publish the autoscaler status" in m]) == 1
+
+
 def test_monitor_survives_a_failing_round():
     class Broken:
         calls = 0

@@ -339,13 +339,20 @@ def test_threaded_actor_with_max_concurrency():
     assert time.time() - start < 1.5
 
 
-def test_actor_needing_more_gpus_than_cluster_raises():
+def test_actor_no_node_can_host_waits_pending_and_can_be_killed():
+    # As Ray: not refused at creation; it waits for a node that fits (the raylet warns).
     @ray.remote(num_gpus=4)
     class GPUActor:
-        pass
+        def ping(self):
+            return 1
 
-    with pytest.raises(ray.exceptions.RayError, match="GPU"):
-        GPUActor.remote()
+    actor = GPUActor.remote()
+    call = actor.ping.remote()
+    ready, _ = ray.wait([call], timeout=1.0)
+    assert ready == []
+    ray.kill(actor)
+    with pytest.raises(ray.exceptions.RayActorError, match="ray.kill"):
+        ray.get(call, timeout=30)
 
 
 def test_actor_pool_map_and_unordered():

@@ -35,7 +35,7 @@ def _endpoints():
     return [
         ("raylet", (host, info["NodeManagerPort"])),
         ("object transfer", (host, info["ObjectManagerPort"])),
-        ("driver", (core.address[0], core.address[1])),
+        ("driver", (core.address.ip, core.address.port)),
     ]
 
 
@@ -195,7 +195,7 @@ def test_client_handshake_never_blocks_the_caller_and_keeps_message_order():
             rest = None
             while rest is None:
                 rest = gate.feed(conn.recv(64))
-            conn.sendall(auth.OK)
+            conn.sendall(gate.welcome)
             unpacker = msgpack.Unpacker(raw=False)
             unpacker.feed(rest)
             conn.settimeout(5)

@@ -157,8 +157,9 @@ def _owner_state() -> str:
         for key, q in sub.queues.items():
             lines.append(f"shape {key}: pending={len(q.pending)} lease_requests="
                          f"{q.lease_requests} leases=" + str(
-                             {w.hex()[:8]: (len(le.inflight), le.dead, le.node_id and
-                                            le.node_id[:8], le.address, le.peer.closed)
+                             {w.hex()[:8]: (len(le.inflight), le.dead, le.lease.node_id and
+                                            le.lease.node_id[:8], le.lease.address,
+                                            le.lease.worker.closed)
                               for w, le in q.leases.items()}))
     import sys
     import traceback

@@ -42,4 +42,6 @@ def compiled_class(tmp_path_factory):
 
 def test_cython_class_methods_are_actor_methods(compiled_class):
     assert type(compiled_class.increment).__name__ == "cython_function_or_method"
-    assert _method_table(compiled_class) == {"increment": [1, False]}
+    table = _method_table(compiled_class)
+    assert {name for name in table if not name.startswith("__")} == {"increment"}
+    assert table["increment"].num_returns == 1 and table["increment"].is_async is False

@@ -239,6 +239,8 @@ def browser():
     proc = subprocess.Popen(
         [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
          "--disable-extensions", "--no-first-run", "--remote-debugging-port=0",
+         "--disable-background-networking", "--disable-quic", "--disable-component-update",
+         "--disable-sync",
          f"--user-data-dir={profile}", "--window-size=1280,1800", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
@@ -266,44 +268,127 @@ def browser():
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def test_page_in_headless_chromium_shows_node_running_actor_and_timeline(dashboard, browser):
-    sleeper = Sleeper.remote()
-    napping = sleeper.nap.remote(20.0)  # running while the page loads
-    for _ in range(3):
-        ray.get(add.remote(*[square.remote(i) for i in range(4)]))
-    assert _wait_for(lambda: _get(dashboard, "/api/tasks")["running"])
+PAGES = ("overview", "jobs", "nodes", "actors", "tasks", "metrics", "logs")
+NUM_TASKS = 10_000
 
-    browser.call("Page.navigate", url=dashboard + "/?refresh_ms=500")
-    ready = _wait_for(lambda: browser.evaluate(
-        "Number(document.body.dataset.refreshes || 0) >= 2 && "
-        "Number(document.getElementById('timeline-canvas').dataset.drawnSpans || 0) > 0"), 30)
-    text = browser.evaluate("document.body.innerText")
-    assert ready, f"the page never finished a refresh with a drawn timeline:\n{text[:2000]}"
-    assert browser.console_errors() == []
-    nodes = browser.evaluate("document.getElementById('nodes-table').innerText")
-    assert "127.0.0.1" in nodes and "ALIVE" in nodes
-    actors = browser.evaluate("document.getElementById('actors-table').innerText")
-    assert "Sleeper" in actors and "ALIVE" in actors
-    running = browser.evaluate("document.getElementById('running-table').innerText")
-    assert "Sleeper" in running
-    drawn = browser.evaluate(
-        "[document.getElementById('timeline-canvas').dataset.drawnSpans,"
-        " document.getElementById('timeline-canvas').dataset.drawnArrows]")
-    assert int(drawn[0]) >= 15 and int(drawn[1]) >= 12  # 3 rounds of 4 inputs -> 12 arrows
-    # The canvas really has ink on it (not just a counter): sample its pixels.
-    inked = browser.evaluate(
-        "(() => { const c = document.getElementById('timeline-canvas');"
-        " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-        " let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0) n++; return n; })()")
-    assert inked > 1000
+
+def _screenshot(browser, name):
     shot = browser.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
     png = base64.b64decode(shot["data"])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     os.makedirs(ARTIFACTS, exist_ok=True)
-    path = os.path.abspath(os.path.join(ARTIFACTS, "dashboard.png"))
+    path = os.path.abspath(os.path.join(ARTIFACTS, f"dashboard-{name}.png"))
     with open(path, "wb") as f:
         f.write(png)
     print(f"dashboard screenshot: {path}")
+    return path
+
+
+def _open(browser, url, page, query=""):
+    """Navigate to a page (a fresh load) and wait for its first render; returns the load
+    time the page measured (navigation start to rendered data, ms) and the wall time."""
+    started = time.monotonic()
+    browser.call("Page.navigate", url=f"{url}/?refresh_ms=60000&n={time.monotonic()}#/{page}{query}")
+    loaded = _wait_for(lambda: browser.evaluate(
+        f"document.body && document.body.dataset.page === '{page}' && "
+        "document.body.dataset.loaded === '1' && performance.timing.loadEventEnd > 0"), 30)
+    wall_ms = (time.monotonic() - started) * 1000
+    assert loaded, browser.evaluate("document.body.innerText")[:2000]
+    nav_ms = browser.evaluate("performance.now()")  # since this navigation started
+    return float(browser.evaluate("document.body.dataset.loadMs")), wall_ms, nav_ms
+
+
+def _text(browser, element_id):
+    return browser.evaluate(f"document.getElementById('{element_id}').innerText")
+
+
+def test_every_page_loads_fast_with_right_counts_after_10k_tasks(dashboard, browser):
+    from ray.util import state
+
+    sleeper = Sleeper.remote()
+    napping = sleeper.nap.remote(60.0)  # running while the pages load
+    ray.get([square.remote(i) for i in range(NUM_TASKS)])
+    refs = [add.remote(*[square.remote(i) for i in range(4)]) for _ in range(3)]
+    assert ray.get(refs) == [14, 14, 14]
+
+    @ray.remote
+    def broken():
+        raise ValueError("the dashboard lists this one as FAILED")
+
+    with pytest.raises(ray.exceptions.RayTaskError):
+        ray.get(broken.remote())
+    finished_wanted = NUM_TASKS + 15
+    assert _wait_for(lambda: len(state.list_tasks(filters=[("state", "=", "FINISHED")],
+                                                 limit=10_000, raise_on_missing_output=False))
+                     >= 10_000, 30)
+    summary = _wait_for(lambda: (lambda s: s if sum(
+        v["state_counts"].get("FINISHED", 0) for v in s["summary"].values()) >= finished_wanted
+        else None)(state.summarize_tasks()["cluster"]), 30)
+    assert summary, state.summarize_tasks()
+    counts = {}
+    for entry in summary["summary"].values():
+        for st, n in entry["state_counts"].items():
+            counts[st] = counts.get(st, 0) + n
+    assert counts["FAILED"] >= 1 and counts.get("RUNNING", 0) >= 1  # the nap
+
+    timings = {}
+    for page in PAGES:
+        tries = [_open(browser, dashboard, page) for _ in range(3)]
+        timings[page] = min(t[0] for t in tries)
+        print(f"page {page}: loaded in {[round(t[0]) for t in tries]} ms (page), "
+              f"{[round(t[1]) for t in tries]} ms (wall, incl. navigation)")
+        if page == "overview":
+            assert int(browser.evaluate(
+                "document.getElementById('timeline-canvas').dataset.drawnSpans || 0")) > 0
+            assert "Sleeper" in _text(browser, "running-table")
+            assert "dashboard lists this one" in _text(browser, "errors-list")
+        elif page == "jobs":
+            assert ray.get_runtime_context().get_job_id() in _text(browser, "jobs-table")
+        elif page == "nodes":
+            text = _text(browser, "nodes-table")
+            assert "127.0.0.1" in text and "ALIVE" in text and "Object store" in text
+        elif page == "actors":
+            assert "Sleeper" in _text(browser, "actors-table")
+        elif page == "tasks":
+            shown = {st: int(browser.evaluate(
+                f"document.querySelector('#task-counts [data-state={st}]').dataset.count"))
+                for st in ("FINISHED", "FAILED", "RUNNING")}
+            assert shown["FINISHED"] == counts["FINISHED"] and shown["FAILED"] == counts["FAILED"]
+            assert shown["RUNNING"] == counts.get("RUNNING", 0)
+            rows = browser.evaluate("document.querySelectorAll('#tasks-table tr').length")
+            assert rows == 201  # header + the newest 200
+        elif page == "metrics":
+            assert int(browser.evaluate(
+                "document.getElementById('histogram-canvas').dataset.total")) >= finished_wanted
+            assert int(browser.evaluate(
+                "document.getElementById('heatmap-canvas').dataset.rows")) == 1
+            assert int(browser.evaluate(
+                "document.getElementById('heatmap-canvas').dataset.cells")) > 0
+            points = browser.evaluate(
+                "[...document.querySelectorAll('canvas.series')].map(c => +c.dataset.points)")
+            assert len(points) == 3 and min(points) > 0
+        elif page == "logs":
+            assert "raylet" in _text(browser, "log-files")
+            assert _wait_for(lambda: "napping" in _text(browser, "logs-list"), 15)
+        assert browser.console_errors() == [], browser.console_errors()
+        _screenshot(browser, page)
+    slow = {page: ms for page, ms in timings.items() if ms >= 1000}
+    assert not slow, f"pages slower than 1 s: {slow} (all: {timings})"
+
+    # UI-004: look a task up by id, and by the id of an object it returned.
+    (failed,) = [t for t in state.list_tasks(filters=[("state", "=", "FAILED")], detail=True)
+                 if "the dashboard lists this one" in (t.error_message or "")]
+    _open(browser, dashboard, "tasks", f"?q={failed.task_id}")
+    card = _text(browser, "task-detail")
+    assert failed.task_id in card and "APPLICATION_ERROR" in card and "FAILED" in card
+    ref = refs[0]
+    _open(browser, dashboard, "tasks", f"?q={ref.hex()}")
+    card = _text(browser, "task-detail")
+    assert ref.hex() in card and "add" in card and "FINISHED" in card
+    _screenshot(browser, "task-lookup")
+    _open(browser, dashboard, "tasks", "?state=FAILED")
+    assert browser.evaluate("document.querySelectorAll('#tasks-table tr').length") == \
+        1 + counts["FAILED"]
     assert browser.console_errors() == []
     ray.kill(sleeper)
     with pytest.raises(ray.exceptions.RayActorError):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import ray
-from ray.data import _blocks
+from ray.data import _blocks, _formats
 from ray.data._transforms import FilterRows, MapBatches
 from ray.data.aggregate import Count, Max, Min, Sum
 
@@ -32,8 +32,8 @@ def test_row_blocks_slice_concat_and_batch_like_frames():
     assert results == [6, 5, 10, 0, 4]
 
 
-def test_blocks_without_pandas_are_lists_of_rows(monkeypatch):
-    monkeypatch.setattr(_blocks, "pandas_or_none", lambda: None)
+def test_blocks_without_pandas_or_pyarrow_are_lists_of_rows(monkeypatch):
+    monkeypatch.setattr(_formats, "_optional_module", lambda name: None)
     assert _blocks.build_block([{"a": 1}]) == [{"a": 1}]
     assert _blocks.block_from_batch({"a": np.arange(3)}) == [{"a": 0}, {"a": 1}, {"a": 2}]
     assert FilterRows(fn=lambda r: r["a"] > 0)([{"a": 0}, {"a": 1}]) == [{"a": 1}]
@@ -51,20 +51,22 @@ def test_map_batches_transform_cuts_blocks_into_batch_size_pieces():
 
     out = MapBatches(fn=record, batch_size=4, batch_format="numpy")(frame)
     assert seen == [4, 4, 2]
-    assert out["a"].tolist() == list(range(1, 11))
+    assert _blocks.column_array(out, "a").tolist() == list(range(1, 11))
 
 
-def test_pandas_is_optional_end_to_end_on_a_cluster_without_it(tmp_path):
-    """A whole cluster (driver and workers) where pandas cannot be imported."""
-    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""\
+@pytest.mark.parametrize("hidden", [("pandas", "pyarrow"), ("pyarrow",)])
+def test_pandas_and_pyarrow_are_optional_end_to_end_on_a_cluster_without_them(tmp_path, hidden):
+    """A whole cluster (driver and workers) where pyarrow (and pandas) cannot be
+    imported: blocks are pandas DataFrames, or lists of rows."""
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent(f"""\
         import sys
 
-        class HidePandas:
+        class Hide:
             def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("pandas", "pyarrow"):
-                    raise ImportError("pandas is hidden for this test")
+                if name.split(".")[0] in {hidden!r}:
+                    raise ImportError(name + " is hidden for this test")
 
-        sys.meta_path.insert(0, HidePandas())
+        sys.meta_path.insert(0, Hide())
         """))
     script = textwrap.dedent("""\
         import ray
@@ -83,17 +85,26 @@ def test_pandas_is_optional_end_to_end_on_a_cluster_without_it(tmp_path):
             assert parity.take_all() == [{"p": 0, "sum(sq)": 120}, {"p": 1, "sum(sq)": 165}], parity.take_all()
             ds.write_json(JSON_DIR)
             assert sorted(ray.data.read_json(JSON_DIR).take_all(), key=lambda r: r["id"]) == ds.take_all()
+            formats = {b.metadata.block_format for b in ds.iter_internal_ref_bundles()}
+            assert formats == ({"rows"} if "pandas" in HIDDEN else {"pandas"}), formats
             try:
-                ds.to_pandas()
+                ds.to_arrow_refs()
             except ImportError as e:
-                assert "pip install pandas" in str(e), e
+                assert "pip install pyarrow" in str(e), e
             else:
-                raise AssertionError("to_pandas worked without pandas")
+                raise AssertionError("to_arrow_refs worked without pyarrow")
+            if "pandas" in HIDDEN:
+                try:
+                    ds.to_pandas()
+                except ImportError as e:
+                    assert "pip install pandas" in str(e), e
+                else:
+                    raise AssertionError("to_pandas worked without pandas")
             print("NO-PANDAS-OK")
         finally:
             ray.shutdown()
         """)
-    script = script.replace("JSON_DIR", repr(str(tmp_path / "json")))
+    script = script.replace("JSON_DIR", repr(str(tmp_path / "json"))).replace("HIDDEN", repr(hidden))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert "NO-PANDAS-OK" in done.stdout, done.stdout + done.stderr
@@ -177,10 +188,10 @@ def test_map_batches_callable_class_runs_in_actors(ray_module):
 def test_repartition_balances_blocks_and_keeps_rows(ray_module):
     ds = ray.data.range(23, override_num_blocks=5)
     even = ds.repartition(3)
-    assert [m.num_rows for m in even._resolved_metadata()] == [7, 8, 8]
+    assert [b.metadata.num_rows for b in even.iter_internal_ref_bundles()] == [7, 8, 8]
     assert even.take_all() == ds.take_all()
     dealt = ds.repartition(4, shuffle=True)
-    assert [m.num_rows for m in dealt._resolved_metadata()] == [6, 6, 6, 5]
+    assert [b.metadata.num_rows for b in dealt.iter_internal_ref_bundles()] == [6, 6, 6, 5]
     assert [r["id"] for r in dealt.take_all()] == [i for k in range(4) for i in range(k, 23, 4)]
     assert ray.data.range(2).repartition(4).count() == 2
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ray
-from ray.data import _blocks, _sort
+from ray.data import _blocks, _formats, _sort
 from ray.data._transforms import AggregateGroups
 from ray.data.aggregate import AggregateFn, Count, Max, Mean, Min, Std, Sum
 
@@ -148,7 +148,7 @@ def test_grouped_numeric_columns_fold_all_runs_at_once_like_pandas():
     })
     aggs = (Count("f", ignore_nulls=True), Sum("f"), Min("f"), Std("f", ignore_nulls=False), Max("i"),
             Std("i", ddof=0), Sum("b"), Mean("b"))
-    got = AggregateGroups(("k",), aggs)(frame)
+    got = _blocks.to_pandas_block(AggregateGroups(("k",), aggs)(frame))
     grouped = frame.groupby("k")
     assert got["k"].tolist() == [1, 2, 3] and got["count(f)"].tolist() == [1, 0, 1]
     assert got["sum(f)"].tolist()[0::2] == [0.5, 2.0] and np.isnan(got["sum(f)"][1])  # no values: None
@@ -171,8 +171,8 @@ def test_aggregation_arguments_are_checked():
         _fold(Sum("s"), pd.DataFrame({"s": ["a", "b"]}))
 
 
-def test_aggregate_groups_without_pandas_uses_row_lists(monkeypatch):
-    monkeypatch.setattr(_blocks, "pandas_or_none", lambda: None)
+def test_aggregate_groups_without_pandas_or_pyarrow_uses_row_lists(monkeypatch):
+    monkeypatch.setattr(_formats, "_optional_module", lambda name: None)
     rows = [{"k": k, "v": v} for k, v in [("a", 1), ("a", 3), ("b", None), ("b", 5)]]
     out = AggregateGroups(("k",), (Count(), Sum("v"), Mean("v")))(rows)
     assert out == [{"k": "a", "count()": 2, "sum(v)": 4, "mean(v)": 2.0},
@@ -193,6 +193,10 @@ def _frame(n: int = 240, seed: int = 0) -> pd.DataFrame:
     return frame
 
 
+def _stored_blocks(ds) -> list:
+    return [ray.get(ref) for ref in ds.get_internal_block_refs()]
+
+
 def _dataset(frame: pd.DataFrame):
     """Several blocks of uneven size, one of them empty."""
     cuts = [0, 30, 30, 110, 170, len(frame)]
@@ -206,12 +210,12 @@ def test_sort_multi_key_descending_with_nulls_matches_pandas(ray_module):
     expected = frame.sort_values(["s", "v"], ascending=[False, True], na_position="last", kind="stable")
     pd.testing.assert_frame_equal(got.to_pandas()[["s", "v"]], expected[["s", "v"]].reset_index(drop=True))
     # a real range partition: several non-empty output blocks, in order between blocks
-    blocks = [b for b in ray.get(got._blocks) if len(b)]
-    assert len(blocks) >= 2 and sum(map(len, blocks)) == len(frame)
+    blocks = [b for b in _stored_blocks(got) if _blocks.num_rows(b)]
+    assert len(blocks) >= 2 and sum(map(_blocks.num_rows, blocks)) == len(frame)
     assert ds.sort("v", descending=True).take(1)[0]["v"] == frame["v"].max()
     assert [r["id"] for r in ray.data.range(50, override_num_blocks=5).sort("id", descending=True).take(3)] == [49, 48, 47]
     by_bounds = ds.sort("k", boundaries=[3, 6])
-    assert [len(b) for b in ray.get(by_bounds._blocks)] == [int((frame.k < 3).sum()), int(frame.k.between(3, 5).sum()),
+    assert [_blocks.num_rows(b) for b in _stored_blocks(by_bounds)] == [int((frame.k < 3).sum()), int(frame.k.between(3, 5).sum()),
                                                             int((frame.k >= 6).sum())]
     with pytest.raises(ValueError, match=r"no column 'vv'.*columns: \['k', 's', 'v'\]"):
         ds.sort("vv")
@@ -234,7 +238,7 @@ def test_groupby_aggregates_match_pandas_across_partitions(ray_module):
         "min(s)": grouped["s"].min().values,
     })
     pd.testing.assert_frame_equal(got, expected, check_dtype=False)
-    partitions = [b for b in ray.get(ds.groupby("k").count()._blocks) if len(b)]
+    partitions = [b for b in _stored_blocks(ds.groupby("k").count()) if _blocks.num_rows(b)]
     assert len(partitions) >= 2  # the keys landed in several partitions, each key once
     assert ds.groupby("k").std("v", ddof=0).to_pandas()["std(v)"].tolist() == pytest.approx(
         grouped["v"].std(ddof=0).tolist())

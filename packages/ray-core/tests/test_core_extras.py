@@ -141,7 +141,10 @@ def test_session_directory_layout(ray_start, tmp_path):
 
 def test_resources_gpus_and_custom_and_fractional(ray_start):
     ray_start(num_cpus=2, num_gpus=2, resources={"Custom": 1})
-    assert ray.cluster_resources() == {"CPU": 2, "GPU": 2, "Custom": 1}
+    resources = ray.cluster_resources()
+    assert resources.pop("memory") > 0  # the node's default "memory" resource (as in Ray)
+    assert resources.pop("object_store_memory") > 0  # listed as a resource, as in Ray
+    assert resources == {"CPU": 2, "GPU": 2, "Custom": 1}
 
     @ray.remote(num_gpus=1)
     def gpu_task():

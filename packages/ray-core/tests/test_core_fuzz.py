@@ -187,7 +187,7 @@ def node():
         "raylet_unix": info["RayletSocketName"],
         "transfer": (info["NodeManagerAddress"], info["ObjectManagerPort"]),
         "plasma": info["ObjectStoreSocketName"],
-        "worker": (core.address[0], core.address[1]),
+        "worker": (core.address.ip, core.address.port),
         "raylet": raylet,
     }
     assert ray.get([_square.remote(i) for i in range(10)], timeout=60) \

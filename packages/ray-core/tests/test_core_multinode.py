@@ -204,3 +204,66 @@ def test_redis_password_is_required_end_to_end():
         assert ray.get(f.remote()) == "in"
     finally:
         c.shutdown()
+
+
+def test_a_reader_pulls_its_objects_as_one_bundle_so_two_readers_cannot_deadlock():
+    # The worker node's store holds 1.5 readers' worth of objects. A task blocked in
+    # ray.get of 10 objects and the child it submitted (10 other objects as arguments)
+    # would each hold part of their set and wait for room the other holds, unless each
+    # reader's objects arrive as a unit.
+    size, count = 6_000_000, 10
+    c = Cluster()
+    try:
+        c.add_node(num_cpus=0, object_store_memory=4 * count * size)
+        ray.init(address=c.address)
+        c.add_node(num_cpus=1, object_store_memory=int(1.5 * count * size))
+        c.wait_for_nodes()
+
+        @ray.remote
+        def child(*args):
+            return sum(int(a[0]) for a in args)
+
+        @ray.remote
+        def parent(get_args, task_args):
+            ref = child.remote(*task_args)
+            got = ray.get(get_args)
+            total = sum(int(a[0]) for a in got)
+            del got  # (the arrays pin their store copies)
+            return total, ray.get(ref)
+
+        for _round in range(2):
+            get_args = [ray.put(np.full(size, 1, dtype=np.uint8)) for _ in range(count)]
+            task_args = [ray.put(np.full(size, 2, dtype=np.uint8)) for _ in range(count)]
+            assert ray.get(parent.remote(get_args, task_args), timeout=120) == (count, 2 * count)
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def test_a_bundle_waits_for_room_that_another_reader_holds_for_a_while():
+    # Reader A holds its 60 MB on the 90 MB worker node's store for a few seconds; B's 60
+    # MB arrive once A lets go, instead of failing with a full store.
+    size, count = 6_000_000, 10
+    c = Cluster()
+    try:
+        c.add_node(num_cpus=0, object_store_memory=4 * count * size)
+        ray.init(address=c.address)
+        c.add_node(num_cpus=2, object_store_memory=int(1.5 * count * size))
+        c.wait_for_nodes()
+
+        @ray.remote
+        def hold(refs, seconds):
+            got = ray.get(refs)
+            total = sum(int(a[0]) for a in got)
+            time.sleep(seconds)
+            return total
+
+        a_refs = [ray.put(np.full(size, 1, dtype=np.uint8)) for _ in range(count)]
+        b_refs = [ray.put(np.full(size, 2, dtype=np.uint8)) for _ in range(count)]
+        a = hold.remote(a_refs, 3.0)
+        time.sleep(1.5)  # (A has its objects by now)
+        b = hold.remote(b_refs, 0.0)
+        assert ray.get([a, b], timeout=120) == [count, 2 * count]
+    finally:
+        ray.shutdown()
+        c.shutdown()

@@ -107,7 +107,9 @@ def test_workers_are_dedicated_to_one_env(cluster):
         assert out["env"]["WHICH"] == which
         pids[which].add(out["pid"])
     assert not pids["a"] & pids["b"]
-    assert len(pids["a"]) == 1 and len(pids["b"]) == 1  # and reused within an env
+    # and reused within an env (under load a lease may time out between calls and a
+    # second worker start, but not one per call)
+    assert len(pids["a"]) < 3 and len(pids["b"]) < 3, pids
 
 
 def test_py_modules_and_zip_working_dir(cluster, tmp_path):

@@ -97,7 +97,7 @@ def test_load_code_from_local_imports_functions_on_workers(head, tmp_path):
         print(ray.get(localmod.where.remote()))
         c = localmod.Counter.remote()
         print(ray.get([c.add.remote() for _ in range(3)])[-1])
-        stored = [core.gcs.get(k) for k in core.gcs.scan(keys.function(core.job_hex, "*"))]
+        stored = [core.gcs.get(k) for k in core.gcs.scan(keys.function(core.job.hex, "*"))]
         print(all(b"ray-local-code:localmod:" in v for v in stored), len(stored))
     """, env=env)
     lines = out.split()

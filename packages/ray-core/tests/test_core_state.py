@@ -245,7 +245,7 @@ def test_ray_timeline_cli_writes_the_clusters_trace(cluster, tmp_path):
 
     ray.get([traced_by_the_cli.remote() for _ in range(3)])
     rt = ray._private.runtime.current()
-    rt.flush_profile_events()
+    rt.profiler.flush()
     path = tmp_path / "cli-trace.json"
 
     def written():

@@ -1,6 +1,7 @@
 """Tasks, objects, get/put/wait through the public API (the tutorial and API docs)."""
 
 import os
+import sys
 import time
 
 import numpy as np
@@ -95,6 +96,21 @@ def test_numpy_round_trip_is_zero_copy_and_read_only():
     assert y.__array_interface__["data"][0] == z.__array_interface__["data"][0]
 
 
+def test_small_numpy_values_come_back_64_byte_aligned_and_read_only():
+    # Values small enough to travel inline (not through the store) included, as in Ray.
+    @ray.remote
+    def make(n):
+        return np.ones(n)
+
+    for n in (10, 1000, 6000):
+        values = [ray.get(ray.put(np.ones(n))) for _ in range(8)]
+        values += ray.get([make.remote(n) for _ in range(8)])
+        for v in values:
+            assert v.ctypes.data % 64 == 0
+            assert not v.flags.writeable
+            assert v.sum() == n
+
+
 def test_large_arguments_and_results_go_through_the_store():
     @ray.remote
     def total(a):
@@ -126,6 +142,31 @@ def test_nested_tasks_do_not_deadlock_on_one_cpu_recursion():
         return n * ray.get(fact.remote(n - 1))
 
     assert ray.get(fact.remote(8)) == 40320
+
+
+def test_a_task_waiting_for_a_quick_task_pushed_before_it_to_its_worker_gets_its_result():
+    # Both go to one worker in one push; the quick task's result must reach the owner
+    # even though the next task (which waits for it) has not finished.
+    @ray.remote
+    def quick(big):
+        return bytes(200_000) if big else 0
+
+    @ray.remote
+    def wait_for(refs):
+        return ray.get(refs[0])
+
+    @ray.remote
+    def wait_with_ray_wait(refs):
+        ready, _ = ray.wait(refs, timeout=30)
+        return len(ready)
+
+    assert ray.get(quick.remote(False)) == 0  # (a warm worker: pushes go out in batches)
+    for big in (False, True):
+        for _ in range(30):
+            got = ray.get(wait_for.remote([quick.remote(big)]), timeout=20)
+            assert got == (bytes(200_000) if big else 0)
+    for _ in range(30):
+        assert ray.get(wait_with_ray_wait.remote([quick.remote(False)]), timeout=20) == 1
 
 
 def test_get_timeout_raises_get_timeout_error():
@@ -282,6 +323,45 @@ def test_worker_output_is_streamed_to_the_driver(capfd):
     assert f"(ray::talk pid={pid}" in seen and "hello from a worker" in seen
 
 
+def test_unflushed_output_without_newline_reaches_sys_stdout(capsys):
+    # As Ray: pytest's capsys (which replaces sys.stdout/sys.stderr) sees what a task
+    # printed, even without a newline or a flush.
+    @ray.remote
+    def talk():
+        for i in range(10):
+            print(i, end=" ")
+            print(100 + i, end=" ", file=sys.stderr)
+
+    ray.get(talk.remote())
+    out = err = ""
+    deadline = time.time() + 10
+    while time.time() < deadline and not ("9" in out and "109" in err):
+        time.sleep(0.2)
+        o, e = capsys.readouterr()
+        out, err = out + o, err + e
+    assert all(str(i) in out for i in range(10)), out
+    assert all(str(i) in err for i in range(100, 110)), err
+
+
+def test_get_of_a_list_raises_the_first_error_without_waiting_for_the_rest():
+    @ray.remote
+    def fails():
+        raise ValueError("boom")
+
+    @ray.remote
+    def hangs():
+        time.sleep(3600)
+
+    hanging = hangs.remote()
+    start = time.time()
+    with pytest.raises(ValueError, match="boom"):
+        ray.get([hanging, fails.remote()])
+    assert time.time() - start < 30
+    ray.cancel(hanging, force=True)
+    with pytest.raises((ray.exceptions.TaskCancelledError, ray.exceptions.WorkerCrashedError)):
+        ray.get(hanging, timeout=60)
+
+
 def test_cluster_resources_and_nodes():
     assert ray.cluster_resources()["CPU"] == 2
     nodes = ray.nodes()
@@ -290,7 +370,9 @@ def test_cluster_resources_and_nodes():
 
 
 def test_unknown_remote_option_suggests_the_right_name():
-    with pytest.raises(TypeError, match="num_returns"):
+    # Ray raises ValueError("Invalid option keyword ..."); ours also names the closest one.
+    with pytest.raises(ValueError, match="Invalid option keyword num_return .*Did you mean "
+                                         "'num_returns'"):
         ray.remote(num_return=2)(lambda: 1)
 
 

@@ -18,12 +18,18 @@ def roundtrip(value, **kwargs):
     return deserialize(serialized.to_bytes(), serialized.metadata)
 
 
+def _source_at(data: bytes, misalign: int) -> memoryview:
+    """``data`` in memory that starts ``misalign`` bytes past a 64-byte boundary."""
+    raw = np.empty(len(data) + 128, dtype=np.uint8)
+    start = -raw.ctypes.data % 64 + misalign
+    raw[start : start + len(data)] = np.frombuffer(data, np.uint8)
+    return memoryview(raw[start : start + len(data)]).toreadonly()
+
+
 def test_numpy_buffers_are_aligned_and_come_back_readonly_without_copy():
     array = np.arange(1000, dtype=np.float64)
     serialized = serialize({"a": array, "b": 1})
-    data = bytearray(serialized.total_bytes)
-    serialized.write_to(data)
-    source = memoryview(bytes(data))
+    source = _source_at(serialized.to_bytes(), 0)  # as the store's objects are
     value = deserialize(source, serialized.metadata)
     assert value["b"] == 1
     np.testing.assert_array_equal(value["a"], array)
@@ -32,6 +38,19 @@ def test_numpy_buffers_are_aligned_and_come_back_readonly_without_copy():
     address = value["a"].ctypes.data
     assert base.ctypes.data <= address < base.ctypes.data + len(source)
     assert (address - base.ctypes.data) % 64 == 0
+
+
+@pytest.mark.parametrize("misalign", [8, 16, 32, 48])
+def test_buffers_read_from_unaligned_memory_come_back_aligned(misalign):
+    # A small value held in a bytes object (inline) starts wherever malloc put it.
+    array = np.arange(1000, dtype=np.float64)
+    serialized = serialize([array, array[:10], "x"])
+    value = deserialize(_source_at(serialized.to_bytes(), misalign), serialized.metadata)
+    for got, want in zip(value[:2], (array, array[:10])):
+        np.testing.assert_array_equal(got, want)
+        assert got.ctypes.data % 64 == 0
+        assert not got.flags.writeable
+    assert value[2] == "x"
 
 
 def test_self_referencing_and_shared_objects_round_trip():

@@ -54,8 +54,10 @@ def _train(name, seed, max_steps=None, **overrides):
 
 @pytest.mark.learning
 def test_ppo_cartpole_short():
-    """CI version of the PPO bar: 30k of the 100k steps already balance the pole."""
-    trainer, result, env_id = _train("cartpole-ppo", seed=0, max_steps=30_000)
+    """CI version of the PPO bar: 40k of the 100k steps already balance the pole (seed 0,
+    Gumbel-max sampling: 30k steps gave a sampled mean of 243 but a greedy 125, 40k a
+    greedy 500, ~13 s)."""
+    trainer, result, env_id = _train("cartpole-ppo", seed=0, max_steps=40_000)
     try:
         assert result["episode_reward_mean"] >= 150
         assert _evaluate(trainer, env_id) >= 200

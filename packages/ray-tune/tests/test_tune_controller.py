@@ -136,6 +136,66 @@ def test_failed_trial_restarts_from_checkpoint_until_max_failures(tmp_path):
     assert ctrl.is_finished()
 
 
+def test_max_failures_n_retries_n_times_and_the_next_failure_is_final(tmp_path):
+    # Ray 0.7 (testFailureRecoveryMaxFailures) and 2.x (`num_failures <= max_failures`).
+    for max_failures in (0, 1, 3):
+        t0 = make_trial(0, tmp_path, checkpoint_freq=1, max_failures=max_failures)
+        ctrl, search = make_controller([t0])
+        ctrl.step()
+        for failure in range(1, max_failures + 1):
+            ctrl.on_error(t0, f"failure {failure}")
+            assert t0.status == Trial.PENDING and t0.num_failures == failure
+            assert isinstance(ctrl.step()[0], C.StartTrial)
+        ctrl.on_error(t0, "final")
+        assert t0.status == Trial.ERROR and t0.num_failures == max_failures + 1
+        assert search.completed == [("trial0", True, False)]
+
+
+def test_max_failures_minus_one_retries_forever(tmp_path):
+    t0 = make_trial(0, tmp_path, max_failures=-1, restart_without_checkpoint=True)
+    ctrl, _ = make_controller([t0])
+    ctrl.step()
+    for _ in range(50):
+        ctrl.on_error(t0, "flaky")
+        assert t0.status == Trial.PENDING
+        assert kinds(ctrl.step()) == [("StartTrial", "trial0"), ("ContinueTrial", "trial0")]
+    assert t0.num_failures == 50
+
+
+def test_a_trial_without_checkpoint_restarts_from_scratch_only_when_asked(tmp_path):
+    # Ray 2.x (FailureConfig / an explicit max_failures) restarts from the beginning;
+    # Ray 0.7's default only retried trials that checkpoint.
+    fresh = make_trial(0, tmp_path, max_failures=1, restart_without_checkpoint=True)
+    ctrl, _ = make_controller([fresh])
+    ctrl.step()
+    ctrl.on_error(fresh, "boom")
+    restart = ctrl.step()
+    assert isinstance(restart[0], C.StartTrial) and restart[0].checkpoint is None
+    old_style = make_trial(1, tmp_path, max_failures=3)
+    ctrl, _ = make_controller([old_style])
+    ctrl.step()
+    ctrl.on_error(old_style, "boom")
+    assert old_style.status == Trial.ERROR
+
+
+def test_tune_run_max_failures_reaches_the_trial(tmp_path):
+    from ray.tune.error import TuneError
+    from ray.tune.experiment import Experiment
+    from ray.tune.suggest.search import create_trial_from_spec
+
+    def trainable(config, reporter):
+        reporter(x=1)
+
+    default = create_trial_from_spec(Experiment("e", trainable, local_dir=str(tmp_path)).spec, "e")
+    assert (default.max_failures, default.restart_without_checkpoint) == (3, False)
+    given = create_trial_from_spec(
+        Experiment("e", trainable, local_dir=str(tmp_path), max_failures=0).spec, "e")
+    assert (given.max_failures, given.restart_without_checkpoint) == (0, True)
+    assert Trial.from_json(given.to_json()).restart_without_checkpoint is True
+    with pytest.raises(TuneError, match="max_failures"):
+        Experiment("e", trainable, max_failures=-2)
+
+
 def test_failure_without_checkpointing_is_final(tmp_path):
     t0 = make_trial(0, tmp_path)
     ctrl, search = make_controller([t0])

@@ -7,7 +7,14 @@ from hypothesis import strategies as st
 
 from ray.tune import controller as C
 from ray.tune.resources import Resources
-from ray.tune.schedulers import AsyncHyperBandScheduler, FIFOScheduler, MedianStoppingRule
+from ray.tune.schedulers import (
+    AsyncHyperBandScheduler,
+    FIFOScheduler,
+    HyperBandForBOHB,
+    HyperBandScheduler,
+    MedianStoppingRule,
+    PopulationBasedTraining,
+)
 from ray.tune.suggest.search import SearchAlgorithm
 from ray.tune.trial import Checkpoint, Trial
 
@@ -32,6 +39,12 @@ SCHEDULERS = [
     lambda: AsyncHyperBandScheduler(metric="m", max_t=6, grace_period=1, reduction_factor=2, seed=0),
     lambda: MedianStoppingRule(metric="m", time_attr="training_iteration", grace_period=1,
                                min_samples_required=1),
+    lambda: PopulationBasedTraining(metric="m", time_attr="training_iteration", perturbation_interval=2,
+                                    hyperparam_mutations={"lr": [1, 2, 3]}, seed=0),
+    lambda: PopulationBasedTraining(metric="m", time_attr="training_iteration", perturbation_interval=2,
+                                    hyperparam_mutations={"lr": [1, 2, 3]}, seed=0, synch=True),
+    lambda: HyperBandScheduler(metric="m", max_t=6, reduction_factor=2),
+    lambda: HyperBandForBOHB(metric="m", max_t=6, reduction_factor=2),
 ]
 
 trial_specs = st.lists(
@@ -49,11 +62,11 @@ def _check(ctrl):
 
 
 @settings(max_examples=60, deadline=None)
-@given(trial_specs, events, st.integers(0, 2))
+@given(trial_specs, events, st.integers(0, len(SCHEDULERS) - 1))
 def test_resources_match_running_trials_and_every_run_finishes(tmp_path_factory, specs, evs, sched):
     local_dir = str(tmp_path_factory.mktemp("props"))
     trials = [
-        Trial("t", config={}, trial_id=f"t{i}", local_dir=local_dir, resources=Resources(cpu=cpu),
+        Trial("t", config={"lr": 1}, trial_id=f"t{i}", local_dir=local_dir, resources=Resources(cpu=cpu),
               max_failures=failures, checkpoint_freq=1 if ckpt else 0,
               stopping_criterion={"training_iteration": 6})
         for i, (cpu, failures, ckpt) in enumerate(specs)

@@ -84,9 +84,12 @@ def objective(config):
 def test_tuner_function_trainable_asha_and_result_grid(ray_cluster, tmp_path):
     tuner = tune.Tuner(
         objective,
-        param_space={"x": tune.uniform(0, 1), "y": tune.choice([1, 2])},
+        # decreasing x: later trials are worse, so ASHA surely stops some (with random x
+        # every trial could beat the ones before it at each rung and run to max_t)
+        param_space={"x": tune.grid_search([0.9, 0.7, 0.5, 0.3, 0.2, 0.1]),
+                     "y": tune.choice([1, 2])},
         tune_config=tune.TuneConfig(
-            metric="score", mode="max", num_samples=6,
+            metric="score", mode="max", num_samples=1,
             scheduler=ASHAScheduler(max_t=8, grace_period=2, reduction_factor=2),
             max_concurrent_trials=2,
         ),

@@ -19,7 +19,7 @@ from ray import tune
 from ray.tune import experiment_state as ES
 from ray.tune.local_executor import LocalTrialExecutor
 from ray.tune.logger import DEFAULT_LOGGERS, Logger
-from ray.tune.progress_reporter import ProgressReporter, status_string
+from ray.tune.progress_reporter import CLIReporter, trial_progress_str
 from ray.tune.scripts import cli
 from ray.tune.trial import Trial
 
@@ -145,17 +145,22 @@ def test_status_table_shows_trials_best_result_and_truncates(tmp_path):
               for i in range(25)]
     for i, trial in enumerate(trials):
         trial.status = Trial.RUNNING if i < 22 else Trial.TERMINATED
-        trial.last_result = {"pid": 10 + i, "time_total_s": 209.0, "timesteps_total": 20604,
-                             "mean_accuracy": float(i), "training_iteration": 3}
-    text = status_string(trials, scheduler_debug="Using FIFO scheduling algorithm.",
-                         resources_summary="4/8 CPUs, 0/0 GPUs", logdir="/r", best_metric="mean_accuracy")
-    assert "f_0: RUNNING [pid=10], 209 s, 3 iter, 20604 ts, 0 acc" in text
-    assert "Number of trials: 25" in text and "Current best trial: f_24" in text
-    assert "Memory usage on this node:" in text
-    assert "... 2 more not shown" in text and "... 3 more not shown" in text
-    quiet = io.StringIO()
-    ProgressReporter(0, out=quiet).report(0.0, lambda: text, force=True)
-    assert quiet.getvalue() == ""
+        trial.last_result = {"pid": 10 + i, "node_ip": "10.0.0.1", "time_total_s": 209.0,
+                             "timesteps_total": 20604, "mean_accuracy": float(i),
+                             "training_iteration": 3}
+    assert trial_progress_str(trials[0]) == "f_0: RUNNING [pid=10], 209 s, 3 iter, 20604 ts, 0 acc"
+    out = io.StringIO()
+    reporter = CLIReporter(metric="mean_accuracy", mode="max", parameter_columns=["i"], out=out)
+    reporter.report(trials, False, "Using FIFO scheduling algorithm.", "Resources requested: 4/8 CPUs")
+    text = out.getvalue()
+    assert "Number of trials: 25 (22 RUNNING, 3 TERMINATED)" in text
+    assert f"Current best trial: {trials[24].trial_id} with mean_accuracy=24.0" in text
+    assert "Memory usage on this node:" in text and "Using FIFO scheduling algorithm." in text
+    assert "... 5 more trials not shown (2 RUNNING, 3 TERMINATED)" in text
+    header = next(line for line in text.splitlines() if line.startswith("| Trial name"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "Trial name", "status", "loc", "i", "acc", "total time (s)", "ts", "iter"]
+    assert "| f_0 " in text and "10.0.0.1:10" in text
 
 
 def test_upload_dir_syncs_with_a_template_command(tmp_path):
@@ -290,3 +295,68 @@ def test_return_trials_false_returns_an_experiment_analysis(tmp_path):
     analysis = _run(tmp_path, name="analysed", return_trials=False)
     assert isinstance(analysis, tune.ExperimentAnalysis)
     assert analysis.get_best_config("mean_accuracy") == {"a": 2}
+
+
+def test_jupyter_notebook_reporter_displays_the_status_table_as_html_in_place(tmp_path):
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from ray.tune.progress_reporter import JupyterNotebookReporter
+
+    trials = []
+    for i in range(3):
+        trial = Trial("f", config={"lr": 0.1 * (i + 1)}, trial_id=f"t{i}", local_dir=str(tmp_path))
+        trial.status = Trial.RUNNING if i else Trial.TERMINATED
+        trial.last_result = {"score": float(i), "training_iteration": i + 1, "config": trial.config}
+        trials.append(trial)
+    trials[2].status, trials[2].error_msg = Trial.ERROR, "ValueError: bad <lr>"
+    InteractiveShell.instance()
+    try:
+        reporter = JupyterNotebookReporter(overwrite=True, display="tune-status", metric="score",
+                                           mode="max", metric_columns=["score"],
+                                           parameter_columns=["lr"])
+        with capture_output() as captured:
+            reporter.report(trials, False, "Using FIFO scheduling algorithm.")
+            trials[1].last_result = {**trials[1].last_result, "score": 7.5}
+            reporter.report(trials, True, "Using FIFO scheduling algorithm.")
+        first, second = (o.data["text/html"] for o in captured.outputs)
+        assert "<table>" in first and "Number of trials: 3" in first
+        assert "Current best trial: t2 with score=2.0" in first
+        assert "bad &lt;lr&gt;" in first  # the error table, escaped
+        assert "7.5" in second and "7.5" not in first  # the second report updates the first
+        assert [o.update for o in captured.outputs] == [False, True]
+        assert all(o.transient == {"display_id": "tune-status"} for o in captured.outputs)
+        assert reporter.num_reports == 2
+        appending = JupyterNotebookReporter(overwrite=False, metric_columns=["score"])
+        with capture_output() as captured:
+            appending.report(trials, False)
+            appending.report(trials, False)
+        assert len(captured.outputs) == 2 and not any(o.update for o in captured.outputs)
+    finally:
+        InteractiveShell.clear_instance()
+
+
+def fails_once(config, reporter):
+    marker = os.path.join(config["dir"], "failed_once")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("first attempt fails")
+    reporter(ok=1)
+
+
+def test_explicit_max_failures_restarts_a_trial_without_checkpoint_and_the_default_does_not(tmp_path):
+    # Ray 2.x (FailureConfig(max_failures=1) / tune.run(max_failures=1)): retried from the
+    # start. Left out, tune.run keeps Ray 0.7's rule: only trials that checkpoint retry.
+    retried_dir, default_dir = tmp_path / "retried", tmp_path / "default"
+    retried_dir.mkdir()
+    default_dir.mkdir()
+    retried = tune.run(fails_once, name="retried", config={"dir": str(retried_dir)}, max_failures=1,
+                       local_dir=str(tmp_path), verbose=0, raise_on_failed_trial=False,
+                       trial_executor=LocalTrialExecutor())
+    assert retried[0].status == Trial.TERMINATED and retried[0].num_failures == 1
+    assert retried[0].last_result["ok"] == 1
+    default = tune.run(fails_once, name="default", config={"dir": str(default_dir)},
+                       local_dir=str(tmp_path), verbose=0, raise_on_failed_trial=False,
+                       trial_executor=LocalTrialExecutor())
+    assert default[0].status == Trial.ERROR and default[0].num_failures == 1

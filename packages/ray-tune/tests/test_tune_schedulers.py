@@ -15,11 +15,13 @@ from ray.tune.local_executor import LocalTrialExecutor
 from ray.tune.schedulers import (
     AsyncHyperBandScheduler,
     FIFOScheduler,
+    HyperBandForBOHB,
     HyperBandScheduler,
     MedianStoppingRule,
     PopulationBasedTraining,
 )
 from ray.tune.schedulers.async_hyperband import _Bracket
+from ray.tune.schedulers.pb2 import PB2, _improvements
 from ray.tune.schedulers.pbt import explore
 from ray.tune.trial import Trial
 
@@ -74,6 +76,9 @@ SCHEDULERS = {
     "asha": lambda: AsyncHyperBandScheduler(max_t=27, grace_period=1, reduction_factor=3, seed=0),
     "asha_brackets": lambda: AsyncHyperBandScheduler(max_t=27, grace_period=1, brackets=3, seed=0),
     "hyperband": lambda: HyperBandScheduler(max_t=27),
+    "hyperband_rf2_keep_last": lambda: HyperBandScheduler(max_t=27, reduction_factor=2,
+                                                          stop_last_trials=False),
+    "hyperband_for_bohb": lambda: HyperBandForBOHB(max_t=27),
     "median": lambda: MedianStoppingRule(time_attr="training_iteration", grace_period=2, min_samples_required=2),
     "median_soft": lambda: MedianStoppingRule(
         time_attr="training_iteration", grace_period=2, min_samples_required=2, hard_stop=False
@@ -81,6 +86,15 @@ SCHEDULERS = {
     "pbt": lambda: PopulationBasedTraining(
         time_attr="training_iteration", perturbation_interval=3,
         hyperparam_mutations={"cfg": {"rate": [0.05, 0.1, 0.2, 0.4]}}, seed=0,
+    ),
+    "pb2_synch_nested_bounds": lambda: PB2(
+        time_attr="training_iteration", metric="episode_reward_mean", mode="max",
+        perturbation_interval=9, hyperparam_bounds={"cfg": {"rate": [0.05, 0.4]}}, synch=True,
+        seed=0,
+    ),
+    "pbt_synch": lambda: PopulationBasedTraining(
+        time_attr="training_iteration", perturbation_interval=3,
+        hyperparam_mutations={"cfg": {"rate": [0.05, 0.1, 0.2, 0.4]}}, seed=0, synch=True,
     ),
 }
 
@@ -221,3 +235,130 @@ def test_pbt_beats_the_best_fixed_learning_rate_on_the_toy_problem(tmp_path):
     assert best_pbt > best_fixed, (best_pbt, best_fixed)
     assert pbt._num_perturbations > 0
     assert any("@perturbed" in t.experiment_tag for t in trials)
+
+
+class SynchWalker(Walker):
+    """Walker that logs (trial, iteration, theta before the step, lr) for the synch tests;
+    `fail_at` maps an lr to the iteration at which a trial with it raises."""
+
+    log: list = []
+
+    def _train(self):
+        start = self.theta
+        result = super()._train()
+        if self.config["fail_at"].get(self.config["lr"]) == self.iteration + 1:
+            raise RuntimeError("synthetic failure")
+        SynchWalker.log.append((self.trial_id, self.iteration + 1, start, self.config["lr"]))
+        return result
+
+
+def _synch_run(tmp_path, lrs, cpus, interval=3, iterations=9, fail=None):
+    SynchWalker.log = []
+    pbt = PopulationBasedTraining(
+        time_attr="training_iteration", metric="score", mode="max", perturbation_interval=interval,
+        hyperparam_mutations={"lr": [0.05, 0.2, 1.0, 2.0]}, quantile_fraction=0.25, seed=1,
+        synch=True,
+    )
+    trials = tune.run(
+        SynchWalker, name="synch", config={"lr": tune.grid_search(lrs), "fail_at": fail or {}},
+        stop={"training_iteration": iterations}, scheduler=pbt, local_dir=str(tmp_path),
+        verbose=0, trial_executor=LocalTrialExecutor({"CPU": cpus}), loggers=[],
+        raise_on_failed_trial=False,
+    )
+    return pbt, trials, list(SynchWalker.log)
+
+
+def test_pbt_synch_holds_every_trial_at_the_perturbation_point_until_all_reach_it(tmp_path):
+    # 4 trials on 2 CPUs: PBT time-multiplexes them, yet no trial passes a sync point
+    # (iterations 3, 6) before every trial has reached it.
+    pbt, trials, log = _synch_run(tmp_path, [0.05, 0.2, 1.0, 2.0], cpus=2)
+    assert all(t.status == Trial.TERMINATED for t in trials)
+    assert all(t.last_result["training_iteration"] == 9 for t in trials)
+    for point in (3, 6):
+        reached = [i for i, (_, it, _, _) in enumerate(log) if it == point]
+        passed = [i for i, (_, it, _, _) in enumerate(log) if it > point]
+        assert len(reached) == 4 and max(reached) < min(passed), (point, log)
+    assert pbt._num_perturbations >= 2  # one bottom trial of 4 cloned at each sync point
+
+
+def test_pbt_synch_bottom_trials_continue_from_a_top_trials_state(tmp_path):
+    pbt, trials, log = _synch_run(tmp_path, [0.05, 0.2, 1.0, 2.0], cpus=4)
+    after_first_sync = {tid: theta for tid, it, theta, _ in log if it == 4}
+    at_first_sync = {tid: theta for tid, it, theta, _ in log if it == 3}
+    ended_at_3 = {}
+    for tid, it, theta, lr in log:
+        if it == 3:
+            ended_at_3[tid] = theta + lr  # Walker below the target only moves up by lr
+    cloned = [tid for tid in after_first_sync if after_first_sync[tid] != ended_at_3[tid]]
+    assert len(cloned) == 1, (at_first_sync, after_first_sync)
+    # The clone starts from a state some top trial had at the sync point.
+    assert after_first_sync[cloned[0]] in {v for k, v in ended_at_3.items() if k != cloned[0]}
+    assert any("@perturbed" in t.experiment_tag for t in trials)
+
+
+def test_pbt_synch_does_not_wait_for_a_trial_that_failed(tmp_path):
+    pbt, trials, log = _synch_run(tmp_path, [0.05, 0.2, 1.0], cpus=2, fail={0.05: 2})
+    statuses = sorted(t.status for t in trials)
+    assert statuses == [Trial.ERROR, Trial.TERMINATED, Trial.TERMINATED]
+    assert sum(1 for t in trials if t.last_result.get("training_iteration") == 9) == 2
+
+
+def test_pb2_finds_a_better_learning_rate_schedule_than_the_best_fixed_one(tmp_path):
+    fixed = _walk(tmp_path, "fixed", FIFOScheduler())
+    best_fixed = max(t.last_result["score"] for t in fixed)
+    pb2 = PB2(time_attr="training_iteration", metric="score", mode="max", perturbation_interval=2,
+              hyperparam_bounds={"lr": [0.01, 2.0]}, seed=1)
+    trials = _walk(tmp_path, "pb2", pb2)
+    assert max(t.last_result["score"] for t in trials) > best_fixed
+    assert pb2._num_perturbations > 0
+    assert all(0.01 <= t.config["lr"] <= 2.0 for t in trials)
+
+
+def test_pb2_measures_improvement_rates_per_trial_and_config():
+    data = [("a", 1, (0.1,), 1.0), ("b", 1, (0.5,), 2.0), ("a", 3, (0.1,), 2.0),
+            ("b", 2, (0.5,), 5.0), ("b", 4, (0.2,), 5.0), ("b", 6, (0.2,), 4.0)]
+    rows = _improvements(data)
+    # (trial, t, score before, h, rate, score): a new config starts a new series.
+    assert rows == [("b", 2, 2.0, (0.5,), 3.0, 5.0), ("a", 3, 1.0, (0.1,), 0.5, 2.0),
+                    ("b", 6, 5.0, (0.2,), -0.5, 4.0)]
+
+
+def test_pb2_gp_ucb_prefers_the_hyperparameters_that_improved_fastest():
+    import numpy as np
+
+    from ray.tune.schedulers.pb2_gp import select_config
+
+    rng = np.random.default_rng(0)
+    rows, rates = [], []
+    for t in range(1, 8):  # well covered: little uncertainty left, the mean decides
+        for lr in np.linspace(0, 1, 11):
+            rows.append([t, rng.uniform(0, 5), lr])
+            rates.append(-((lr - 0.3) ** 2) + 0.01 * rng.normal())
+    X, y, bounds = np.array(rows), np.array(rates), np.array([[0.0], [1.0]])
+    first = select_config(X, y, None, np.array([7, 2.5]), bounds, rng=rng)[0]
+    assert abs(first - 0.3) < 0.15, first
+    # With that point already taken this round, the next pick moves away from it.
+    second = select_config(X, y, np.array([[first]]), np.array([7, 2.5]), bounds, rng=rng)[0]
+    assert second != pytest.approx(first, abs=1e-3)
+
+
+def test_pb2_fills_missing_hyperparameters_from_their_bounds_and_checks_them(tmp_path):
+    from ray.tune import controller as C
+    from ray.tune.suggest.search import SearchAlgorithm
+
+    class One(SearchAlgorithm):
+        def next_trials(self):
+            return []
+
+        def is_finished(self):
+            return True
+
+    pb2 = PB2(metric="m", hyperparam_bounds={"lr": [0.1, 0.2], "opt": {"beta": [0, 1]}}, seed=0)
+    ctrl = C.TrialController(search_alg=One(), scheduler=pb2, resources=C.ResourcePool(cpu=1))
+    trial = Trial("t", config={"lr": 0.15, "other": 1}, local_dir=str(tmp_path))
+    ctrl.add_trial(trial)
+    assert trial.config["lr"] == 0.15 and trial.config["other"] == 1
+    assert 0 <= trial.config["opt"]["beta"] <= 1
+    for bad in ({"lr": [0.2, 0.1]}, {"lr": 0.1}, {}):
+        with pytest.raises(TuneError, match="hyperparam_bounds"):
+            PB2(metric="m", hyperparam_bounds=bad)

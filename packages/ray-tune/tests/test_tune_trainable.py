@@ -200,3 +200,32 @@ def test_report_outside_a_trial_explains_itself():
             tune.report(x=1)
     finally:
         fr._current_reporter = saved
+
+
+def test_a_trial_actor_unpickles_its_trainable_without_the_driver_side_of_tune(tmp_path):
+    # What a trial's actor receives (a function trainable and the logdir creator), unpickled
+    # in a fresh interpreter: Tune's driver loop, schedulers and searchers stay unimported.
+    import subprocess
+    import sys
+
+    import cloudpickle
+
+    from ray.tune.function_runner import wrap_function
+    from ray.tune.logger import TrialLogdirCreator
+
+    def objective(config):
+        return {"x": 1}
+
+    payload = tmp_path / "payload.pkl"
+    payload.write_bytes(cloudpickle.dumps((wrap_function(objective), TrialLogdirCreator(str(tmp_path)))))
+    code = (
+        "import pickle, sys; pickle.load(open(sys.argv[1], 'rb')); "
+        "print(sorted(m for m in sys.modules if m.startswith('ray.tune')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(payload)], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    loaded = eval(out)  # noqa: S307 - our own subprocess's list of module names
+    assert "ray.tune.function_runner" in loaded
+    heavy = {"ray.tune.tune", "ray.tune.controller", "ray.tune.ray_executor", "ray.tune.schedulers",
+             "ray.tune.suggest", "ray.tune.progress_reporter", "ray.tune.tuner"}
+    assert not heavy & set(loaded), loaded

@@ -36,7 +36,7 @@ _LAZY = {
     "ActorHandle": "ray.actor",
 }
 _SUBMODULES = {"exceptions", "services"}
-_ON_FIRST_USE = {"data", "runtime_env", "util"}  # work without ``import ray.data``, as in Ray 2.x
+_ON_FIRST_USE = {"cloudpickle", "data", "job_config", "runtime_context", "runtime_env", "util"}  # as in Ray 2.x
 
 
 def __getattr__(name):

@@ -1,27 +1,46 @@
-"""``@ray.remote`` on a function: a RemoteFunction with ``.remote()`` and ``.options()``."""
+"""``@ray.remote`` on a function: a RemoteFunction with ``.remote()`` and ``.options()``.
+
+``.remote(...)`` binds its arguments to the function's signature first (``TypeError``
+at the call, as in Ray), starts Ray if nothing has (auto-init), and returns one
+ObjectRef, a list of them (``num_returns=N``), None (``num_returns=0``), or for a
+generator function an ``ObjectRefGenerator`` (``num_returns="streaming"``, the default
+for generators) or one ref to a ``DynamicObjectRefGenerator`` (``"dynamic"``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 
-from ray._private import runtime as _runtime
-from ray._private.options import TaskOptions
+from ray._private.api import connected_runtime
+from ray._private.options import STREAMING, TaskOptions
+from ray._private.signatures import CallSignature
 
 
 class RemoteFunction:
     def __init__(self, function, options: TaskOptions):
-        if inspect.iscoroutinefunction(function):
-            raise TypeError(
-                f"{function.__qualname__} is an async function; remote functions must be "
-                "regular functions (async def is supported for actor methods)."
-            )
+        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+            raise ValueError(
+                f"'async def' should not be used for remote tasks ({function.__qualname__}). "
+                "You can wrap the async function with `asyncio.run(f())`; async methods "
+                "work on actors (see Ray's async actor docs).")
         self._function = function
-        self._options = options
+        self._is_generator = inspect.isgeneratorfunction(function)
+        self._options = self._resolved(options)
         self._name = f"{function.__module__}.{function.__qualname__}"
+        self._signature = CallSignature.of(function)
+        # Ray's hook for libraries: wraps the call ``invocation(args, kwargs) -> refs``.
+        self._decorator = getattr(function, "__ray_invocation_decorator__", None)
         self._function_id: bytes | None = None
         self._exported_to = None  # the runtime the id belongs to
         functools.update_wrapper(self, function)
+
+    def _resolved(self, opts: TaskOptions) -> TaskOptions:
+        """``opts`` with its num_returns made concrete for this function (done once per
+        options object, so ``.remote()`` reads a plain value)."""
+        n = opts.returns_for(self._is_generator)
+        return opts if n == opts.num_returns else dataclasses.replace(opts, num_returns=n)
 
     def __getstate__(self):
         # Captured by another remote function (e.g. a local one calling a module-level
@@ -35,21 +54,41 @@ class RemoteFunction:
         )
 
     def remote(self, *args, **kwargs):
-        return self._submit(self._options, args, kwargs)
+        return self._call(self._options, args, kwargs)
 
     def options(self, **kwargs) -> _BoundOptions:
-        return _BoundOptions(self, TaskOptions.from_kwargs(kwargs, self._options))
+        return _BoundOptions(self, self._resolved(TaskOptions.from_kwargs(kwargs, self._options)))
+
+    def _remote(self, args=None, kwargs=None, **options):
+        """``f._remote(args=[...], kwargs={...}, **options)`` (used by libraries): the same
+        as ``f.options(**options).remote(*args, **kwargs)``."""
+        opts = self._resolved(TaskOptions.from_kwargs(options, self._options)) if options \
+            else self._options
+        return self._call(opts, tuple(args or ()), dict(kwargs or {}))
+
+    def _call(self, opts: TaskOptions, args, kwargs):
+        if self._decorator is not None:
+            return self._decorator(
+                lambda a, k: self._submit(opts, tuple(a), dict(k or {})))(args, kwargs)
+        return self._submit(opts, args, kwargs)
 
     def _submit(self, opts: TaskOptions, args, kwargs):
-        rt = _runtime.current()
+        if self._signature is not None:
+            self._signature.check(args, kwargs, f"{self._function.__qualname__}.remote()")
+        rt = connected_runtime()
         if self._exported_to is not rt:
             self._function_id = rt.export_function(self._function)
             self._exported_to = rt
         refs = rt.submit_task(self._function_id, self._name, args, kwargs, opts)
-        if opts.num_returns == 1:
+        n = opts.num_returns
+        if n == 1:
             return refs[0]
-        if opts.num_returns == 0:
+        if n == 0:
             return None
+        if n == STREAMING:
+            return refs[0]  # the runtime hands back the ObjectRefGenerator itself
+        if isinstance(n, str):  # "dynamic": one ref to a DynamicObjectRefGenerator
+            return refs[0]
         return refs
 
 
@@ -61,7 +100,8 @@ class _BoundOptions:
         self._opts = opts
 
     def remote(self, *args, **kwargs):
-        return self._fn._submit(self._opts, args, kwargs)
+        return self._fn._call(self._opts, args, kwargs)
 
     def options(self, **kwargs):
-        return _BoundOptions(self._fn, TaskOptions.from_kwargs(kwargs, self._opts))
+        return _BoundOptions(self._fn, self._fn._resolved(
+            TaskOptions.from_kwargs(kwargs, self._opts)))

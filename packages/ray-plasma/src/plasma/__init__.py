@@ -28,9 +28,14 @@ def __getattr__(name):
         from plasma.store import PlasmaStore
 
         return PlasmaStore
+    if name == "ExternalStore":
+        from plasma.external import ExternalStore
+
+        return ExternalStore
     raise AttributeError(f"module 'plasma' has no attribute {name!r}")
 
 __all__ = [
+    "ExternalStore",
     "ObjectExistsError",
     "ObjectID",
     "ObjectNotAvailable",

@@ -167,6 +167,21 @@ class SerializationContext:
         return SerializedObject(stream.getvalue(), buffers)
 
 
+def _aligned(view: memoryview) -> memoryview:
+    """``view`` when it starts at an ALIGNMENT boundary (objects in the store do), else a
+    read-only copy that does: buffers sit at aligned offsets, so arrays read from a value
+    held in ordinary memory (a small value passed inline, in a ``bytes``) are aligned too."""
+    src = np.frombuffer(view, dtype=np.uint8)
+    if src.ctypes.data % ALIGNMENT == 0:
+        return view
+    raw = np.empty(len(src) + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    dest = raw[start : start + len(src)]
+    dest[:] = src
+    dest.flags.writeable = False
+    return memoryview(dest)  # type: ignore[arg-type]  # ndarray has the buffer protocol
+
+
 def deserialize(data, metadata: bytes = METADATA_PICKLE5) -> Any:
     """The value stored in ``data``; numpy arrays point into ``data`` (no copy)."""
     if bytes(metadata) != METADATA_PICKLE5:
@@ -177,6 +192,8 @@ def deserialize(data, metadata: bytes = METADATA_PICKLE5) -> Any:
         raise SerializationError("data is not a plasma-serialized value (bad magic)")
     position = _HEADER.size
     buffers = []
+    if count:
+        view = _aligned(view)
     for _ in range(count):
         offset, length = _EXTENT.unpack_from(view, position)
         position += _EXTENT.size
@@ -215,7 +232,7 @@ def _find_culprit(obj, path, error, *, depth, seen):
                 continue
             try:
                 cloudpickle.dumps(child, protocol=5)
-            except Exception as child_error:
+            except Exception as child_error:  # noqa: BLE001 - probing which child is unpicklable
                 return _find_culprit(child, path + suffix, child_error, depth=depth + 1, seen=seen)
     return path, obj, error
 

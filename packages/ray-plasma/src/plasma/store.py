@@ -8,6 +8,11 @@ Each connection is an ``asyncio.Protocol`` (cheaper than streams per message);
 all table mutations happen under one lock, so the in-process API may also be
 called from other threads. Waiting ``get`` requests are parked per object id and
 answered when the object is sealed or their timeout expires.
+
+With an ``ExternalStore`` installed (``set_external_store``; see ``plasma.external``)
+a create that does not fit is parked while the external store makes room (spills)
+and fails only when it cannot, and a get of an object held outside memory restores
+it and waits for it.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from plasma import arena, errors, protocol
 from plasma._ids import ID_SIZE, ObjectID, as_key
-from plasma.object_table import ObjectEntry, ObjectTable
+from plasma.allocator import Allocator
+from plasma.external import ExternalStore
+from plasma.object_table import ObjectEntry, ObjectState, ObjectTable
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +38,7 @@ LOCAL_CLIENT = 0  # the client id of the in-process (embedding) API
 MAX_SLAB_BYTES = 4 * 2**20
 
 Listener = Callable[[str, ObjectID, int], None]
+T = TypeVar("T")
 
 
 class _GetWaiter:
@@ -126,6 +135,7 @@ class PlasmaStore:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._socket_path: str | None = None
+        self._external: ExternalStore | None = None
 
     # --- lifecycle -------------------------------------------------------------
     def _open_arena(self) -> None:
@@ -219,8 +229,16 @@ class PlasmaStore:
         return self._table.pinned_bytes
 
     @property
+    def num_objects(self) -> int:
+        return len(self._table)
+
+    @property
     def socket_path(self) -> str | None:
         return self._socket_path
+
+    def set_external_store(self, external: ExternalStore | None) -> None:
+        """Spill to / restore from ``external`` instead of failing when full."""
+        self._external = external
 
     def add_listener(self, callback: Listener) -> None:
         """Call ``callback(event, object_id, data_size)`` for "sealed" and "deleted" events.
@@ -237,7 +255,16 @@ class PlasmaStore:
         with self._lock:
             entry, evicted = self._create(as_key(object_id), int(data_size), metadata, LOCAL_CLIENT)
         self._announce_freed(evicted)
-        return memoryview(self._mm)[entry.offset : entry.offset + entry.data_size]
+        return self._arena_view()[entry.offset : entry.offset + entry.data_size]
+
+    async def create_local_when_room(
+        self, object_id, data_size: int, metadata: bytes = b""
+    ) -> memoryview:
+        """``create_local`` that waits for the external store to make room rather than
+        failing at once (call it on the store's loop)."""
+        return await self._retry_when_room(
+            int(data_size), lambda: self.create_local(object_id, data_size, metadata)
+        )
 
     def seal_local(self, object_id) -> None:
         with self._lock:
@@ -255,8 +282,13 @@ class PlasmaStore:
             entry = self._table.pin(as_key(object_id), LOCAL_CLIENT)
         if entry is None:
             return None
-        view = memoryview(self._mm)[entry.offset : entry.offset + entry.data_size]
+        view = self._arena_view()[entry.offset : entry.offset + entry.data_size]
         return view.toreadonly(), entry.metadata
+
+    def _arena_view(self) -> memoryview:
+        if self._mm is None:
+            raise errors.StoreConnectionError("the store is stopped: its arena is unmapped")
+        return memoryview(self._mm)
 
     def release_local(self, object_id) -> None:
         with self._lock:
@@ -267,6 +299,62 @@ class PlasmaStore:
         with self._lock:
             freed = self._table.delete(as_key(object_id))
         self._announce_freed(freed)
+        if self._external is not None:
+            self._external.delete(ObjectID(as_key(object_id)))
+
+    def drop_memory_copy_local(self, object_id) -> None:
+        """Free the in-memory copy of an object the external store now holds (at once, or
+        when its last pin goes); unlike ``delete_local`` the outside copy stays."""
+        with self._lock:
+            freed = self._table.delete(as_key(object_id))
+        self._announce_freed(freed)
+
+    def sole_local_pin(self, object_id) -> bool:
+        """Whether only the in-process client pins this sealed object (outside any slab):
+        releasing those pins frees its memory at once."""
+        with self._lock:
+            entry = self._table.get(as_key(object_id))
+            return (
+                entry is not None
+                and entry.state is ObjectState.SEALED
+                and entry.slab is None
+                and list(entry.pins) == [LOCAL_CLIENT]
+            )
+
+    def memory_summary_local(self) -> dict:
+        """Where the arena's bytes are, for diagnosing a full store: sealed objects
+        pinned only in-process, pinned by clients (per client id), unsealed, evictable."""
+        local_only = unsealed = evictable = objects = 0
+        by_client: dict[int, int] = {}
+        with self._lock:
+            for entry in self._table.entries():
+                objects += 1
+                size = entry.extent_bytes
+                if entry.state is not ObjectState.SEALED:
+                    unsealed += size
+                elif not entry.pins:
+                    evictable += size
+                elif list(entry.pins) == [LOCAL_CLIENT]:
+                    local_only += size
+                else:
+                    for client in entry.pins:
+                        if client != LOCAL_CLIENT:
+                            by_client[client] = by_client.get(client, 0) + size
+        return {"local_only": local_only, "by_client": by_client, "unsealed": unsealed,
+                "evictable": evictable, "objects": objects}
+
+    def restore_failed_local(self, object_id) -> None:
+        """The external store cannot bring this object back: answer the gets parked on
+        it (``None`` for it, as for a missing object)."""
+        key = as_key(object_id)
+        with self._lock:
+            for waiter in self._waiters.pop(key, ()):
+                if waiter.done:
+                    continue
+                for index in [i for i, k in waiter.missing.items() if k == key]:
+                    del waiter.missing[index]
+                if not waiter.missing:
+                    self._finish_waiter(waiter, reply=True)
 
     def contains_local(self, object_id) -> bool:
         with self._lock:
@@ -287,13 +375,16 @@ class PlasmaStore:
         hello = protocol.encode(
             [protocol.HELLO, 0, connection.client_id, self._arena_size, self.capacity_bytes]
         )
-        raw = connection.transport.get_extra_info("socket")
+        transport = connection.transport
+        if transport is None:  # (connection_made sets it before calling us)
+            return
+        raw = transport.get_extra_info("socket")
         dup = socket.socket(fileno=os.dup(raw.fileno()))
         try:
             socket.send_fds(dup, [hello], [self._fd])
         except OSError as error:
             logger.warning("could not hand the arena to a new client: %s", error)
-            connection.transport.close()
+            transport.close()
         finally:
             dup.close()
 
@@ -310,7 +401,7 @@ class PlasmaStore:
     def _handle_frame(self, connection: _Connection, body: bytes) -> None:
         try:
             message = protocol.decode(body)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - a bad frame fails that connection only
             connection.fail(errors.ProtocolError(f"undecodable frame: {error}"))
             return
         op, request_id = message[0], message[1]
@@ -350,10 +441,15 @@ class PlasmaStore:
 
     def _op_create(self, connection, request_id, key, data_size, metadata=b""):
         key = _check_key(key)
-        with self._lock:
-            entry, evicted = self._create(key, data_size, metadata, connection.client_id)
-        self._announce_freed(evicted)
-        return entry.offset
+
+        def attempt():
+            self._check_connected(connection)
+            with self._lock:
+                entry, evicted = self._create(key, data_size, metadata, connection.client_id)
+            self._announce_freed(evicted)
+            return entry.offset
+
+        return self._create_or_park(connection, request_id, data_size, attempt)
 
     def _op_slab_lease(self, connection, request_id, size):
         _check_int(size, "size", 64, max(64, min(MAX_SLAB_BYTES, self.capacity_bytes // 8)))
@@ -375,15 +471,83 @@ class PlasmaStore:
         key = _check_key(key)
         data = _check_bytes(data, "data")
         client = connection.client_id
-        with self._lock:
-            entry, evicted = self._create(key, len(data), metadata, client)
-            self._mm[entry.offset : entry.offset + len(data)] = data
-            self._table.seal(key, client)
-            freed = self._table.release(key, client)
-        self._announce_freed(evicted)
-        self._announce_sealed(entry)
-        self._announce_freed(freed)
-        return True
+
+        def attempt():
+            self._check_connected(connection)
+            with self._lock:
+                entry, evicted = self._create(key, len(data), metadata, client)
+                self._mm[entry.offset : entry.offset + len(data)] = data
+                self._table.seal(key, client)
+                freed = self._table.release(key, client)
+            self._announce_freed(evicted)
+            self._announce_sealed(entry)
+            self._announce_freed(freed)
+            return True
+
+        return self._create_or_park(connection, request_id, len(data), attempt)
+
+    # --- creates that wait for room ------------------------------------------------------
+    def _check_connected(self, connection: _Connection) -> None:
+        if self._connections.get(connection.client_id) is not connection:
+            raise errors.ProtocolError("the client disconnected while its create waited")
+
+    def _may_make_room(self, data_size: int) -> bool:
+        return (
+            self._external is not None
+            and self._loop is not None
+            and Allocator.extent_size(data_size) <= self.capacity_bytes
+        )
+
+    def _create_or_park(self, connection, request_id: int, data_size: int, attempt):
+        """Run a create; if the store is full and an external store can make room, park
+        the request and answer it when the create fits (or definitely cannot)."""
+        try:
+            return attempt()
+        except errors.ObjectStoreFullError as error:
+            if not request_id or not self._may_make_room(data_size):
+                raise
+            self._announce_freed(getattr(error, "evicted", []))
+
+        async def parked():
+            try:
+                reply = await self._retry_when_room(data_size, attempt, tried=True)
+            except (errors.PlasmaError, ValueError, TypeError) as error:
+                if isinstance(error, errors.ObjectStoreFullError):
+                    self._announce_freed(getattr(error, "evicted", []))
+                connection.send(protocol.error_reply(request_id, error))
+                return
+            connection.send(protocol.encode([protocol.REPLY, request_id, protocol.OK, reply]))
+
+        loop = self._loop
+        if loop is None:  # _may_make_room checked it; a stopped store has none
+            raise errors.ProtocolError("the store is not running")
+        loop.create_task(parked())
+        return None
+
+    async def _retry_when_room(
+        self, data_size: int, attempt: Callable[[], T], *, tried: bool = False
+    ) -> T:
+        """``attempt()`` (a create), asking the external store for room after each
+        ``ObjectStoreFullError``; the error is raised once it has none to give."""
+        if not tried:
+            try:
+                return attempt()
+            except errors.ObjectStoreFullError as error:
+                if not self._may_make_room(data_size):
+                    raise
+                self._announce_freed(getattr(error, "evicted", []))
+        needed = Allocator.extent_size(data_size)
+        while True:
+            external = self._external
+            if external is None:  # uninstalled meanwhile: fail as a plain store does
+                return attempt()
+            made_room = await external.make_room(needed)
+            try:
+                return attempt()
+            except errors.ObjectStoreFullError as error:
+                if not made_room:
+                    raise
+                self._announce_freed(getattr(error, "evicted", []))
 
     def _op_seal(self, connection, request_id, key):
         with self._lock:
@@ -414,7 +578,12 @@ class PlasmaStore:
                     missing[index] = key
                 else:
                     results[index] = [entry.offset, entry.data_size, entry.metadata]
-            if not missing or timeout_ms == 0:
+            # Objects held outside memory exist: even a get that does not wait
+            # waits for them to be restored.
+            restoring = self._restorable(set(missing.values()))
+            if timeout_ms == 0:
+                missing = {i: key for i, key in missing.items() if key in restoring}
+            if not missing:
                 return results
             waiter = _GetWaiter(connection, request_id, keys, results, missing)
             connection.waiters.add(waiter)
@@ -422,7 +591,14 @@ class PlasmaStore:
                 self._waiters.setdefault(key, []).append(waiter)
         if timeout_ms > 0:
             waiter.timer = self._loop.call_later(timeout_ms / 1000, self._expire_waiter, waiter)
+        for key in restoring:
+            self._external.restore(ObjectID(key))
         return None
+
+    def _restorable(self, keys: set[bytes]) -> list[bytes]:
+        if self._external is None or not keys:
+            return []
+        return [key for key in keys if self._external.contains(ObjectID(key))]
 
     def _op_release(self, connection, request_id, key, count=1):
         _check_int(count, "count", 1, 2**62)
@@ -440,6 +616,9 @@ class PlasmaStore:
             for key in keys:
                 freed += self._table.delete(key)
         self._announce_freed(freed)
+        if self._external is not None:
+            for key in keys:
+                self._external.delete(ObjectID(key))
         return True
 
     def _op_contains(self, connection, request_id, key):
@@ -464,7 +643,7 @@ class PlasmaStore:
         connection.subscribed = True
         return True
 
-    _HANDLERS = {
+    _HANDLERS: dict[int, Callable[..., Any]] = {
         protocol.CREATE: _op_create,
         protocol.CREATE_AND_SEAL: _op_create_and_seal,
         protocol.SEAL: _op_seal,
@@ -523,7 +702,7 @@ class PlasmaStore:
         return self._loop is None or threading.get_ident() == self._loop_thread
 
     def _announce_sealed(self, entry: ObjectEntry) -> None:
-        if not self._on_loop_thread():
+        if self._loop is not None and not self._on_loop_thread():
             self._loop.call_soon_threadsafe(self._announce_sealed, entry)
             return
         if entry.key in self._waiters:
@@ -533,7 +712,7 @@ class PlasmaStore:
     def _announce_freed(self, entries: list[ObjectEntry]) -> None:
         if not entries:
             return
-        if not self._on_loop_thread():
+        if self._loop is not None and not self._on_loop_thread():
             self._loop.call_soon_threadsafe(self._announce_freed, entries)
             return
         for entry in entries:

@@ -9,6 +9,7 @@ for each worker that is new or runs stale commands. The clock is injected.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import threading
@@ -42,11 +43,14 @@ from ray.autoscaler.tags import (
     TAG_RAY_USER_NODE_TYPE,
 )
 from ray.autoscaler.updater import NodeUpdater, NodeUpdaterThread, UpdatePlan
+from ray.state import AutoscalerFailure, AutoscalerNode, AutoscalerStatus
 
 logger = logging.getLogger(__name__)
 
 # An infeasible shape is warned about again only after this long.
 _WARN_AGAIN_S = 300.0
+# How many recent failures the status keeps.
+_FAILURES_KEPT = 20
 
 
 def make_command_runner(
@@ -92,6 +96,7 @@ class StandardAutoscaler:
         process_runner: Any = None,
         updater_kwargs: Mapping[str, Any] | None = None,
         log: Callable[[str], None] | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ):
         self._config_source = config if callable(config) else (lambda: config)
         self.config = self._config_source()
@@ -108,6 +113,10 @@ class StandardAutoscaler:
         self._warned: dict[tuple, float] = {}
         self._first_round = True
         self.last_plan: ScalingPlan | None = None
+        self.wall_clock = wall_clock
+        self._failures: collections.deque[AutoscalerFailure] = collections.deque(
+            maxlen=_FAILURES_KEPT)
+        self._last_load = ClusterLoad()
 
     # ---------------------------------------------------------------- one round
     def update(self) -> ScalingPlan:
@@ -116,7 +125,7 @@ class StandardAutoscaler:
         except Exception as e:  # noqa: BLE001 - keep the last good config running
             self.log(f"config reload failed, keeping the previous one: {e}")
         now = self.clock()
-        load = self.load_source()
+        load = self._last_load = self.load_source()
         node_ids = self.provider.non_terminated_nodes({})
         tags = {n: self.provider.node_tags(n) for n in node_ids}
         self._reap_updaters()
@@ -141,6 +150,34 @@ class StandardAutoscaler:
             )
         self.last_plan = result
         return result
+
+    def status(self, update_interval_s: float = 0.0) -> AutoscalerStatus:
+        """The last round as ``ray status`` shows it (provider tags + the load it saw)."""
+        active, pending, managed_ips = [], [], set()
+        for node_id in self.provider.non_terminated_nodes({}):
+            t = self.provider.node_tags(node_id)
+            ip = self.provider.internal_ip(node_id) or ""
+            managed_ips.add(ip)
+            kind, status = t.get(TAG_RAY_NODE_KIND), t.get(TAG_RAY_NODE_STATUS) or ""
+            node = AutoscalerNode(node_id, t.get(TAG_RAY_USER_NODE_TYPE) or kind or "node", ip,
+                                  status or ("up-to-date" if kind == NODE_KIND_HEAD
+                                             else STATUS_UNINITIALIZED))
+            if kind == NODE_KIND_HEAD or status == STATUS_UP_TO_DATE:
+                active.append(node)
+            elif status != STATUS_UPDATE_FAILED:
+                pending.append(node)
+        # Nodes that report load but were not launched by this provider (a head started
+        # by hand, say): Ray lists such nodes as node_<id>.
+        active += [AutoscalerNode("", f"node_{n.ip}", n.ip, "unmanaged")
+                   for n in self._last_load.nodes if n.ip not in managed_ips]
+        plan_ = self.last_plan
+        return AutoscalerStatus(
+            time_s=self.wall_clock(), cluster_name=self.config.cluster_name,
+            update_interval_s=update_interval_s, active_nodes=tuple(active),
+            pending_nodes=tuple(pending), failed_nodes=tuple(self._failures),
+            pending_demand=tuple(dict(b) for b in self._last_load.demand),
+            infeasible_demand=tuple(dict(b) for b in plan_.infeasible) if plan_ else (),
+            launched=dict(plan_.launch) if plan_ else {})
 
     def _policy(self) -> ScalingPolicy:
         c = self.config
@@ -256,6 +293,10 @@ class StandardAutoscaler:
         ]
         if failed:
             self.log(f"terminating workers whose setup failed: {failed}")
+            for n in failed:
+                self._failures.append(AutoscalerFailure(
+                    tags[n].get(TAG_RAY_USER_NODE_TYPE, ""), self.provider.internal_ip(n) or "",
+                    self.wall_clock()))
             self._terminate(failed)
         return failed
 
@@ -317,11 +358,15 @@ class Monitor:
         interval_s: float = 5.0,
         log: Callable[[str], None] | None = None,
         head_alive: Callable[[], bool] | None = None,
+        report_status: Callable[[AutoscalerStatus], None] | None = None,
     ):
         self.autoscaler = autoscaler
         self.interval_s = interval_s
         self.log = log or (lambda msg: logger.info("%s", msg))
         self.head_alive = head_alive
+        # Where each round's AutoscalerStatus goes (``ray status`` reads it from the GCS).
+        self.report_status = report_status
+        self._report_failing = False
         self._stop = threading.Event()
         self._head_seen = False
 
@@ -335,8 +380,22 @@ class Monitor:
                 self.autoscaler.update()
             except Exception as e:  # noqa: BLE001 - the monitor outlives a bad round
                 self.log(f"autoscaler round failed: {type(e).__name__}: {e}")
+            else:
+                self._report()
             rounds += 1
             self._stop.wait(self.interval_s)
+
+    def _report(self) -> None:
+        if self.report_status is None:
+            return
+        try:
+            self.report_status(self.autoscaler.status(self.interval_s))
+        except Exception as e:  # noqa: BLE001 - logged once per outage; scaling goes on
+            if not self._report_failing:
+                self.log(f"could not publish the autoscaler status: {type(e).__name__}: {e}")
+            self._report_failing = True
+        else:
+            self._report_failing = False
 
     def _cluster_gone(self) -> bool:
         if self.head_alive is None:

@@ -4,7 +4,9 @@
         [--redis-address HOST:PORT | --load-file PATH] [--interval-s 5] [--log-file PATH]
 
 ``ray start --head --autoscaling-config=...`` (ray-core) starts it; it logs each
-decision to ``<session>/logs/monitor.log`` (``ray monitor cluster.yaml`` tails it).
+decision to ``<session>/logs/monitor.log`` (``ray monitor cluster.yaml`` tails it) and,
+with ``--redis-address``, publishes each round's ``ray.state.AutoscalerStatus`` to the
+GCS for ``ray status`` (also when the load comes from ``--load-file``).
 The config file is re-read every round, so ``ray up --max-workers N --no-restart``
 takes effect without a restart.
 """
@@ -36,6 +38,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _gcs_status_reporter(address: str):
+    """Each round's status into the cluster's GCS (the secret: $RAY_REDIS_PASSWORD)."""
+    from ray.state import report_autoscaler_status
+
+    return lambda status: report_autoscaler_status(status, address)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     handlers = [logging.StreamHandler(sys.stdout)]
@@ -60,6 +69,7 @@ def main(argv=None) -> int:
         interval_s=args.interval_s,
         log=log.info,
         head_alive=lambda: bool(provider.non_terminated_nodes({TAG_RAY_NODE_KIND: NODE_KIND_HEAD})),
+        report_status=_gcs_status_reporter(args.redis_address) if args.redis_address else None,
     )
     signal.signal(signal.SIGTERM, lambda *_: monitor.stop())
     log.info(

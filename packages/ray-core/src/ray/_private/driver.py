@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import sys
 import time
 
@@ -14,15 +15,25 @@ from ray._private import node as node_mod
 from ray._private.gcs import connect, keys
 from ray._private.runtime.core_worker import MODE_DRIVER, CoreWorker
 from ray.exceptions import RayConnectionError
+from ray.experimental import tqdm_ray
 
 logger = logging.getLogger("ray")
 
 
-def _resolve_address(address: str | None) -> str | None:
-    if address in (None, "", "local"):
+def _resolve_address(address: str | None, temp_dir: str | None = None) -> str | None:
+    if address in (None, ""):
+        # As Ray 2.x: a plain ray.init() joins the cluster the last `ray start` on this
+        # machine recorded, if it still runs; else it starts its own.
+        latest = _latest_cluster_address(temp_dir)
+        if latest is not None and _accepts_connections(latest):
+            logger.info("Connecting to the running Ray cluster at %s (started by `ray start`)",
+                        latest)
+            return latest
+        return None
+    if address == "local":
         return None
     if address == "auto":
-        address = os.environ.get("RAY_ADDRESS") or _latest_cluster_address()
+        address = os.environ.get("RAY_ADDRESS") or _latest_cluster_address(temp_dir)
         if address is None:
             raise RayConnectionError(
                 "ray.init(address='auto') found no running cluster on this machine: start one "
@@ -33,15 +44,26 @@ def _resolve_address(address: str | None) -> str | None:
     return address
 
 
-def _latest_cluster_address() -> str | None:
-    path = os.path.join(node_mod.DEFAULT_TEMP_DIR, "ray_current_cluster")
+def _latest_cluster_address(temp_dir: str | None = None) -> str | None:
+    path = os.path.join(temp_dir or node_mod.DEFAULT_TEMP_DIR, "ray_current_cluster")
     with contextlib.suppress(OSError), open(path) as f:
         return f.read().strip() or None
     return None
 
 
+def _accepts_connections(address: str, timeout_s: float = 0.5) -> bool:
+    """Whether something listens at ``host:port`` (a cluster stopped without `ray stop`
+    leaves its address file behind)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def start_driver(address, kwargs: dict, config):
-    address = _resolve_address(address)
+    address = _resolve_address(address, kwargs.get("temp_dir") or kwargs.get("_temp_dir"))
     if kwargs.get("include_dashboard") or kwargs.get("include_webui"):
         from ray import dashboard
 
@@ -55,11 +77,13 @@ def start_driver(address, kwargs: dict, config):
         auth.set_cluster_secret(password)
         procs, node_info, gcs_address = _start_embedded(kwargs, config, password)
     else:
-        for key in ("num_cpus", "num_gpus", "resources", "object_store_memory"):
+        for key in ("num_cpus", "num_gpus", "resources", "object_store_memory",
+                    "object_spilling_directory"):
             if kwargs.get(key) is not None:
                 raise ValueError(
                     f"When connecting to an existing cluster, {key} must not be provided: "
-                    "resources are set by `ray start` on each node."
+                    "resources and spilling are set by `ray start` on each node "
+                    "(--object-spilling-directory)."
                 )
         gcs_address = address
         node_info = None
@@ -77,23 +101,36 @@ def start_driver(address, kwargs: dict, config):
             import dataclasses
 
             config = dataclasses.replace(config, load_code_from_local=True)
-    elif getattr(procs, "shard_addresses", None):
+    elif shards := getattr(procs, "shard_addresses", None):  # set by _start_embedded
         import json
 
-        gcs.set(keys.REDIS_SHARDS, json.dumps(procs.shard_addresses).encode())
+        gcs.set(keys.REDIS_SHARDS, json.dumps(shards).encode())
     job_id = ids_mod.JobID.from_int(gcs.incr(keys.JOB_COUNTER))
+    job_config = kwargs.get("job_config")
     core = CoreWorker(
         mode=MODE_DRIVER, node=node_info, job_id=job_id, config=config, gcs=gcs,
         object_id_seed=kwargs.get("object_id_seed"),
         namespace=kwargs.get("namespace") or "default",
+        detached_actors_by_default=job_config is not None and job_config.detached_by_default,
     )
-    core.raylet.call_sync("register_driver", core.job_id_bytes, os.getpid(), core.address,
-                          timeout=30)
+    core.bind_raylet("register_driver", core.job.binary, os.getpid(), core.address.to_wire())
+    # The job's workers put sys_path first on theirs (JobState.bind).
+    sys_path = (job_config.worker_sys_path() if job_config is not None else []) \
+        + _driver_sys_path()
     gcs.hset_obj(keys.JOBS, job_id.hex(), {
         "job_id": job_id.hex(), "driver_pid": os.getpid(), "node_ip": node_info["node_ip"],
-        "start_time": time.time(), "alive": True, "sys_path": _driver_sys_path(),
+        "start_time": time.time(), "alive": True, "sys_path": sys_path,
+        "metadata": dict(job_config.metadata) if job_config is not None else {},
+        "namespace": core.job.namespace,
+        # JobConfig(default_actor_lifetime=): the job's workers create actors this way too.
+        "detached_actors_by_default": core.job.detached_actors_by_default,
     })
     core.node_processes = procs
+    if procs is not None and password:
+        # A second driver on this machine joins with ray.init(address=...): it finds the
+        # secret in the same-user-only file `ray start --head` writes.
+        auth.save_secret(gcs_address, password)
+        core.add_shutdown_hook(lambda: auth.forget_secret(gcs_address))
     core.address_info = {
         "node_ip_address": node_info["node_ip"],
         "redis_address": gcs_address,
@@ -137,8 +174,9 @@ def _connect_dashboard(core, procs, gcs_address, password, kwargs):
         if procs is not None:  # stops with the embedded cluster
             procs.procs.append(("dashboard", proc))
             procs._write_pids()
-        else:
+        else:  # started by this driver on a joined cluster: stops with it
             core.dashboard_process = proc
+            core.add_shutdown_hook(lambda: dashboard.stop(proc))
     if info is not None:
         core.address_info["webui_url"] = info["url"]
         core.address_info["dashboard_url"] = info["url"].split("://", 1)[-1]
@@ -260,13 +298,15 @@ def _subscribe_output(core):
         name = msg.get("name") or ""
         prefix = f"({name + ' ' if name.startswith('ray::') else ''}pid={msg['pid']}, ip={msg['ip']})"
         for is_err, line in msg["lines"]:
+            if not is_err and tqdm_ray.process_log_line(line):  # a task's progress bar: drawn
+                continue
             stream = sys.stderr if is_err else sys.stdout
             try:
-                print(f"{prefix} {line}", file=stream, flush=True)
-            except Exception:
+                tqdm_ray.safe_print(f"{prefix} {line}", file=stream, flush=True)
+            except (OSError, ValueError):  # our stdout/stderr is closed: nowhere to print
                 pass
 
-    core.gcs.subscribe_obj(keys.channel_logs(core.job_hex), on_logs)
+    core.gcs.subscribe_obj(keys.channel_logs(core.job.hex), on_logs)
 
 
 def _subscribe_errors(core):
@@ -277,10 +317,10 @@ def _subscribe_errors(core):
             text += msg.get("message", "")
         else:
             text = msg.get("message", "")
-        core.pushed_errors.append(msg)
+        core.record_pushed_error(msg)
         try:
             print(text, file=sys.stderr, flush=True)
-        except Exception:
+        except (OSError, ValueError):  # stderr is closed: ray.errors() still has it
             pass
 
-    core.gcs.subscribe_obj(keys.channel_errors(core.job_hex), on_error)
+    core.gcs.subscribe_obj(keys.channel_errors(core.job.hex), on_error)

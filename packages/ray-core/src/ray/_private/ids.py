@@ -85,10 +85,22 @@ class TaskID(BaseID):
     __slots__ = ()
     SIZE = 16
 
+    @property
+    def job_id(self) -> JobID:
+        """The job that created the task (its id's first bytes)."""
+        return JobID(self._bytes[:JobID.SIZE])
+
 
 class ActorID(BaseID):
+    """An actor's id: the id of its creation task."""
+
     __slots__ = ()
     SIZE = 16
+
+    @property
+    def job_id(self) -> JobID:
+        """The job that created the actor."""
+        return JobID(self._bytes[:JobID.SIZE])
 
 
 class NodeID(BaseID):

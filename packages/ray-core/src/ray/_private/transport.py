@@ -10,31 +10,30 @@ full. asyncio streams were measured ~4x slower than this for small frames.
 
 from __future__ import annotations
 
-import errno
-import heapq
-import itertools
+import contextlib
 import logging
-import os
-import selectors
 import socket
+import ssl
 import threading
 import time
-from collections.abc import Callable
 
-from ray._private import auth
+from ray._private import auth, event_loop, tls
 from ray._private.rpc import RpcPeer
 from ray.exceptions import AuthenticationError
 
 logger = logging.getLogger(__name__)
 
-_RECV_BYTES = 1 << 20
 # A connected peer that is alive answers the challenge eventually; one busy for this
 # long (or not a Ray process) is given up on like a dead one.
 _CLIENT_AUTH_TIMEOUT_S = 60.0
 
 
 class Connection:
-    """A socket plus its RpcPeer; thread-safe writes, reads on the loop thread."""
+    """A socket plus its RpcPeer; thread-safe writes, reads on the loop thread.
+
+    Layers, bottom up: the socket; TLS on TCP when it is on (``tls.TlsSession``); the
+    mutual secret handshake (``auth``); the peer's messages. What the peer writes before
+    the handshakes are done waits in ``_held``, in order."""
 
     def __init__(self, loop: EventLoop, sock: socket.socket, peer_factory, server: bool = False,
                  client_auth: str | None = None):
@@ -46,16 +45,28 @@ class Connection:
         self._closed = False
         # Accepted connections read nothing but the client's answer until it checks out.
         self._gate = auth.ServerGate() if server else None
-        # Outgoing ones (client_auth names the server) answer the server's challenge on the
-        # loop thread; what the caller writes meanwhile waits in _held, in order. The
-        # caller never blocks on a peer that is slow to answer (e.g. a worker busy
-        # importing a big library with the GIL held).
+        # Outgoing ones (client_auth names the server) answer the server's challenge and
+        # check its proof on the loop thread. The caller never blocks on a peer that is
+        # slow to answer (e.g. a worker busy importing a big library with the GIL held).
         self._client = auth.ClientHandshake(client_auth) if client_auth is not None else None
+        handshakes = server or client_auth is not None
+        if not handshakes and isinstance(sock, ssl.SSLSocket):
+            raise TypeError("the event loop drives TLS itself: connect with "
+                            "connect_socket(handshake=False) and pass client_auth=")
+        # Neither: a socket connect_socket authenticated already (a local Unix one).
+        self._ready = not handshakes  # handshakes done: the peer's writes go out
         self._held: list[bytes] = []
+        self._tls = (tls.TlsSession(server, client_auth or "the client")
+                     if handshakes and tls.applies_to(sock) else None)
         self.peer: RpcPeer = peer_factory(self._write)
-        if self._gate is not None:
-            self._write(self._gate.greeting)
-        if self._client is not None:
+        with self._lock:
+            if self._tls is not None:
+                self._raw_send(self._tls.start())
+            elif self._gate is not None:
+                self._raw_send(self._gate.greeting)
+            if self._out:
+                loop.call_soon(loop._want_write, self)
+        if self._client is not None or self._tls is not None:
             loop.call_later(_CLIENT_AUTH_TIMEOUT_S, self._auth_overdue)
 
     def _write(self, data: bytes) -> None:
@@ -64,12 +75,23 @@ class Connection:
                 from ray.exceptions import RayConnectionError
 
                 raise RayConnectionError(f"connection {self.peer.name} is closed")
-            if self._client is not None:
+            if not self._ready:
                 self._held.append(data)
                 return
-            if self._out:
-                self._out.append(data)
+            if self._tls is not None:
+                data = self._tls.encrypt(data)
+            backlog = bool(self._out)  # the loop already waits to write it
+            self._raw_send(data)
+            if backlog or not self._out:
                 return
+        self.loop.call_soon(self.loop._want_write, self)
+
+    def _raw_send(self, data: bytes) -> None:
+        """Send bytes as they are, under the lock; what does not fit waits in ``_out``
+        (the caller asks the loop to wait for writability when ``_out`` is not empty)."""
+        if not data:
+            return
+        if not self._out:
             try:
                 sent = self.sock.send(data)
             except (BlockingIOError, InterruptedError):
@@ -77,10 +99,10 @@ class Connection:
             except OSError as exc:
                 self.loop.call_soon(self.close, f"send failed: {exc}")
                 return
-            if sent == len(data):
+            data = data[sent:]
+            if not data:
                 return
-            self._out.append(data[sent:])
-        self.loop.call_soon(self.loop._want_write, self)
+        self._out.append(data)
 
     def _flush(self) -> bool:
         """Called on the loop thread when writable; True once everything is out."""
@@ -113,54 +135,104 @@ class Connection:
         if not n:
             self.close("peer closed the connection")
             return
+        self.read_full = n == len(self.loop._rbuf)  # edge-triggered: the loop reads again
         data = self.loop._rview[:n]
-        if self._client is not None:
-            data = self._client_auth_step(bytes(data))
+        if self._tls is not None:
+            data = self._tls_receive(bytes(data))
             if not data:
                 return
-        if self._gate is not None:
-            try:
-                data = self._gate.feed(bytes(data))
-            except AuthenticationError:
-                logger.warning("%s: refused a connection without the cluster secret",
-                               self.peer.name)
-                self.close("authentication failed")
-                return
-            if data is None:
-                return
-            self._gate = None
-            self._write(auth.OK)
+        if not self._ready:
+            data = self._handshake_step(bytes(data))
             if not data:
                 return
         try:
             self.peer.feed(data)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a malformed stream: logged, connection closed
             logger.warning("%s: bad data, closing: %s", self.peer.name, exc)
             self.close(f"protocol error: {exc}")
 
-    def _client_auth_step(self, data: bytes) -> bytes | None:
-        """Advance the client handshake; the bytes for the peer once it is done."""
+    def _tls_receive(self, raw: bytes) -> bytes | None:
+        """Decrypt; send what the TLS session answers; start the secret handshake (the
+        server's greeting) once TLS is up."""
+        session = self._tls
+        with self._lock:
+            was_up = session.established
+            try:
+                plain = session.receive(raw)
+            except (AuthenticationError, ConnectionError) as exc:
+                failed = exc
+                with contextlib.suppress(OSError):  # the TLS alert tells the peer why
+                    self.sock.send(session.outgoing())
+            else:
+                failed = None
+                self._raw_send(session.outgoing())
+                if not was_up and session.established and self._gate is not None:
+                    self._raw_send(session.encrypt(self._gate.greeting))
+                waiting = bool(self._out)
+        if failed is not None:
+            if self._gate is not None:
+                logger.warning("%s: refused a connection: %s", self.peer.name, failed)
+            self.close(f"TLS failed: {failed}")
+            return None
+        if waiting:
+            self.loop._want_write(self)
+        return plain
+
+    def _handshake_step(self, data: bytes) -> bytes | None:
+        """Advance the secret handshake; the bytes for the peer once it is done."""
+        if self._gate is not None:
+            try:
+                rest = self._gate.feed(data)
+            except AuthenticationError as exc:
+                logger.warning("%s: refused a connection: %s", self.peer.name, exc)
+                self.close("authentication failed")
+                return None
+            if rest is None:
+                return None
+            self._become_ready(self._gate.welcome)
+            self._gate = None
+            return rest
         try:
             reply, rest = self._client.feed(data)
-            if reply is not None and self.sock.send(reply) != len(reply):
-                raise OSError("could not send the authentication answer")
-        except (OSError, AuthenticationError) as exc:
+        except AuthenticationError as exc:
             self.close(f"authentication failed: {exc}")
             return None
+        if reply is not None:
+            self._send_handshake(reply)
         if rest is None:
             return None
-        with self._lock:  # held writes go out first, in order, before any later write
-            self._client = None
-            held, self._held = self._held, []
-            self._out.extend(held)
-        if held and not self._flush():
-            self.loop._want_write(self)
+        self._client = None
+        self._become_ready(b"")
         return rest
 
+    def _send_handshake(self, data: bytes) -> None:
+        with self._lock:
+            if self._tls is not None:
+                data = self._tls.encrypt(data)
+            self._raw_send(data)
+            waiting = bool(self._out)
+        if waiting:
+            self.loop._want_write(self)
+
+    def _become_ready(self, first: bytes) -> None:
+        """Handshakes done: ``first`` (the server's welcome), then the held writes, in
+        order, go out before any later write."""
+        with self._lock:
+            held, self._held = self._held, []
+            data = first + b"".join(held) if held else first
+            if data:
+                if self._tls is not None:
+                    data = self._tls.encrypt(data)
+                self._raw_send(data)
+            self._ready = True
+            waiting = bool(self._out)
+        if waiting:
+            self.loop._want_write(self)
+
     def _auth_overdue(self) -> None:
-        if self._client is not None and not self._closed:
-            self.close(f"the server did not complete authentication in "
-                       f"{_CLIENT_AUTH_TIMEOUT_S:.0f} s")
+        if not self._ready and not self._closed:
+            self.close(f"the {'client' if self._gate is not None else 'server'} did not "
+                       f"complete authentication in {_CLIENT_AUTH_TIMEOUT_S:.0f} s")
 
     def close(self, reason: str = "closed") -> None:
         if self._client is not None and reason == "peer closed the connection":
@@ -181,59 +253,9 @@ class Connection:
         return self._closed
 
 
-class EventLoop:
-    """select/epoll loop on its own daemon thread, with timers and thread-safe call_soon.
+class EventLoop(event_loop.EventLoop):
+    """The process's I/O loop (``event_loop.EventLoop``) driving ``Connection``s."""
 
-    ``spin_s``: after handling socket events the loop polls (``select(0)``, yielding
-    the CPU between polls) for up to this long before it sleeps in ``select``. A
-    request/reply exchange then usually finds its reply while the loop is still
-    awake: on a VM, waking a sleeping thread whose vCPU went idle costs tens of
-    microseconds, several times per ``ray.get`` round trip. An idle loop (only timers
-    firing) never spins."""
-
-    def __init__(self, name: str = "ray-io", spin_s: float = 0.0):
-        self._spin_s = spin_s
-        self._sel = selectors.DefaultSelector()
-        self._rbuf = bytearray(_RECV_BYTES)
-        self._rview = memoryview(self._rbuf)
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
-        self._calls: list[Callable] = []
-        self._calls_lock = threading.Lock()
-        self._timers: list = []
-        self._timer_seq = itertools.count()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._listeners: dict[int, tuple[socket.socket, Callable]] = {}
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def in_loop_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
-    def call_soon(self, fn: Callable, *args) -> None:
-        with self._calls_lock:
-            self._calls.append((fn, args))
-        if not self.in_loop_thread():
-            try:
-                os.write(self._wake_w, b"\0")
-            except BlockingIOError:
-                pass
-
-    def call_later(self, delay_s: float, fn: Callable, *args) -> list:
-        """Run ``fn`` on the loop thread after ``delay_s``; returns a handle for cancel()."""
-        handle = [time.monotonic() + delay_s, next(self._timer_seq), fn, args, False]
-        self.call_soon(heapq.heappush, self._timers, handle)
-        return handle
-
-    @staticmethod
-    def cancel(handle: list) -> None:
-        handle[4] = True
-
-    # -- sockets -----------------------------------------------------------
     def add_connection(self, sock: socket.socket, peer_factory, server: bool = False,
                        client_auth: str | None = None) -> Connection:
         """Drive ``sock``; ``server=True`` for accepted sockets (the client must authenticate),
@@ -241,145 +263,6 @@ class EventLoop:
         conn = Connection(self, sock, peer_factory, server, client_auth)
         self.call_soon(self._register, conn)
         return conn
-
-    def _register(self, conn: Connection) -> None:
-        if conn.closed:
-            return
-        self._sel.register(conn.sock, selectors.EVENT_READ, conn)
-
-    def _want_write(self, conn: Connection) -> None:
-        if conn.closed:
-            return
-        try:
-            self._sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
-        except (KeyError, ValueError):
-            pass
-
-    def _unregister(self, conn: Connection) -> None:
-        def drop():
-            try:
-                self._sel.unregister(conn.sock)
-            except (KeyError, ValueError, OSError):
-                pass
-
-        if self.in_loop_thread():
-            drop()
-        else:
-            self.call_soon(drop)
-
-    def listen(self, sock: socket.socket, on_accept: Callable[[socket.socket], None]) -> None:
-        sock.setblocking(False)
-        self.call_soon(self._sel.register, sock, selectors.EVENT_READ, ("listen", on_accept))
-        self._listeners[sock.fileno()] = (sock, on_accept)
-
-    # -- the loop ------------------------------------------------------------
-    def _run(self) -> None:
-        sel = self._sel
-        events = None
-        while not self._stopping:
-            timeout = None
-            if self._timers:
-                timeout = max(0.0, self._timers[0][0] - time.monotonic())
-            if self._calls:
-                timeout = 0
-            try:
-                if events and self._spin_s and timeout != 0:
-                    events = self._spin_select(timeout)
-                else:
-                    events = sel.select(timeout)
-            except OSError as exc:
-                if exc.errno == errno.EINTR:
-                    continue
-                raise
-            for key, mask in events:
-                data = key.data
-                if data is None:
-                    try:
-                        while os.read(self._wake_r, 4096):
-                            pass
-                    except BlockingIOError:
-                        pass
-                elif type(data) is tuple:
-                    self._accept(key.fileobj, data[1])
-                else:
-                    if mask & selectors.EVENT_WRITE and data._flush() and not data.closed:
-                        try:
-                            sel.modify(data.sock, selectors.EVENT_READ, data)
-                        except (KeyError, ValueError):
-                            pass
-                    if mask & selectors.EVENT_READ:
-                        data._on_readable()
-            self._run_calls()
-            self._run_timers()
-        self._sel.close()
-
-    def _spin_select(self, timeout: float | None) -> list:
-        sel, clock = self._sel, time.perf_counter
-        start = now = clock()
-        deadline = start + self._spin_s
-        while now < deadline:
-            events = sel.select(0)
-            if events or self._calls:
-                return events
-            os.sched_yield()
-            now = clock()
-        return sel.select(None if timeout is None else max(0.0, timeout - (now - start)))
-
-    def _accept(self, listener: socket.socket, on_accept) -> None:
-        while True:
-            try:
-                sock, _ = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                return
-            try:
-                on_accept(sock)
-            except Exception:
-                logger.exception("accept handler failed")
-                sock.close()
-
-    def _run_calls(self) -> None:
-        if not self._calls:
-            return
-        with self._calls_lock:
-            calls, self._calls = self._calls, []
-        for fn, args in calls:
-            try:
-                fn(*args)
-            except Exception:
-                logger.exception("callback %r failed", fn)
-
-    def _run_timers(self) -> None:
-        now = time.monotonic()
-        timers = self._timers
-        while timers and timers[0][0] <= now:
-            _, _, fn, args, cancelled = heapq.heappop(timers)
-            if cancelled:
-                continue
-            try:
-                fn(*args)
-            except Exception:
-                logger.exception("timer %r failed", fn)
-
-    def stop(self) -> None:
-        self._stopping = True
-        try:
-            os.write(self._wake_w, b"\0")
-        except OSError:
-            pass
-        if not self.in_loop_thread():
-            self._thread.join(timeout=5)
-        for sock, _ in self._listeners.values():
-            try:
-                sock.close()
-            except OSError:
-                pass
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def connect_socket(address, timeout_s: float = 10.0, retry: bool = True,
@@ -411,12 +294,12 @@ def connect_socket(address, timeout_s: float = 10.0, retry: bool = True,
         if not handshake:  # the caller's event loop authenticates (add_connection(client_auth))
             sock.settimeout(None)
             return sock
-        try:
-            auth.client_handshake(sock, address if isinstance(address, str)
-                                  else f"{address[0]}:{address[1]}",
-                                  timeout_s=max(1.0, deadline - time.monotonic()))
+        try:  # TLS on TCP when it is on, then the mutual secret handshake
+            secured = auth.connect(sock, address if isinstance(address, str)
+                                   else f"{address[0]}:{address[1]}",
+                                   timeout_s=max(1.0, deadline - time.monotonic()))
         except BaseException:
             sock.close()
             raise
-        sock.settimeout(None)
-        return sock
+        secured.settimeout(None)
+        return secured

@@ -11,6 +11,7 @@ node's ``NodeProcesses`` and stops with ``ray.shutdown()`` / ``ray stop``.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -23,7 +24,11 @@ DEFAULT_PORT = 8265
 
 
 def check_address(host, port) -> tuple[str, int]:
-    """Validate user input: a host string and a TCP port (None = defaults)."""
+    """Validate user input: a host string and a TCP port (None = defaults); the dashboard's
+    own dependency (Flask, the ``ray-core[default]`` extra) must be installed."""
+    if importlib.util.find_spec("flask") is None:
+        raise ImportError("the dashboard needs Flask, which is not installed here: "
+                          "pip install 'ray-core[default]'")
     host = DEFAULT_HOST if host in (None, "") else host
     if not isinstance(host, str):
         raise TypeError(f"dashboard_host must be a string such as '127.0.0.1', got {host!r}")

@@ -15,9 +15,10 @@ import time
 
 import psutil
 
-from ray._private import chrome_trace, state
+from ray._private import chrome_trace, ids, node_stats, state, task_events
 from ray._private.gcs import keys
 from ray._private.runtime import cluster_info
+from ray.dashboard import metrics
 
 LOG_LINES_PER_WORKER = 500
 MAX_LOG_WORKERS = 200
@@ -28,6 +29,10 @@ FINISHED_TASKS_SHOWN = 200
 TAIL_BATCHES = 5
 TIMELINE_MAX_EVENTS = 5000
 INTROSPECT_CACHE_S = 1.0
+TASK_EVENTS_CHECK_S = 0.5  # how often the task list is checked for new events
+TASK_ROWS_SHOWN = 200
+OBJECT_ID_BYTES = 20
+METRICS_WINDOW_S = 600
 
 
 def jsonable(value):
@@ -50,6 +55,10 @@ class ClusterView:
         self._subscribed_jobs: set[str] = set()
         self._lock = threading.Lock()
         self._introspected = (0.0, [])
+        self._task_table = task_events.TaskTable(gcs, check_period_s=TASK_EVENTS_CHECK_S)
+        self._tasks_source: dict | None = None  # the merge the sorted list was made from
+        self._tasks: list[task_events.TaskRecord] = []
+        self._tasks_lock = threading.Lock()
 
     # -- nodes -------------------------------------------------------------------------------
     def nodes(self) -> list[dict]:
@@ -72,6 +81,7 @@ class ClusterView:
                 "resources_used": {k: round(v - available.get(k, 0.0), 4)
                                    for k, v in total.items()},
                 "pending_demand": jsonable(load.get("demand") or []),
+                "stats": _sample_json(node_stats.latest(self.gcs, node["NodeID"])),
             })
         return out
 
@@ -110,14 +120,80 @@ class ClusterView:
             self._introspected = (time.monotonic(), replies)
         return replies
 
-    def tasks(self, limit: int = FINISHED_TASKS_SHOWN) -> dict:
+    def tasks(self, limit: int = FINISHED_TASKS_SHOWN, include_finished: bool = True) -> dict:
         running = [
             dict(w["running"], pid=w["pid"], node_ip=w["node_ip"], actor_id=w.get("actor_id"))
             for w in self.workers() if w.get("running")
         ]
+        if not include_finished:  # the overview page shows only what runs now
+            return {"running": running, "finished": [], "finished_total_shown": 0}
         table = state.task_table(state.events_from_gcs(self.gcs, TAIL_BATCHES))
         finished = sorted(table.values(), key=lambda t: t["EndTime"], reverse=True)[:limit]
         return {"running": running, "finished": finished, "finished_total_shown": len(finished)}
+
+    # -- task events (the tasks and metrics pages) ---------------------------------------------
+    def task_records(self) -> list[task_events.TaskRecord]:
+        """Every task the GCS holds events for, newest first (``TaskTable`` merges again
+        only when the event list changed)."""
+        tasks = self._task_table.tasks()
+        with self._tasks_lock:
+            if tasks is not self._tasks_source:
+                self._tasks = sorted(tasks.values(), reverse=True,
+                                     key=lambda r: r.creation_time_ms or r.start_time_ms or 0)
+                self._tasks_source = tasks
+            return self._tasks
+
+    def task_page(self, state_filter: str = "", query: str = "",
+                  limit: int = TASK_ROWS_SHOWN) -> dict:
+        """The tasks page: counts by state, and the newest tasks matching the state and a
+        search (a task id or its prefix, an object id -> the task that made it, or part
+        of the function name)."""
+        records = self.task_records()
+        counts: dict[str, int] = {}
+        for record in records:
+            counts[record.state] = counts.get(record.state, 0) + 1
+        query = query.strip().lower()
+        object_of = None  # an object id (task id + 4-byte index) names the task that made it
+        if len(query) == 2 * OBJECT_ID_BYTES and _is_hex(query):
+            object_of = ids.task_id_of(bytes.fromhex(query)).hex()
+
+        def matches(r: task_events.TaskRecord) -> bool:
+            if state_filter and r.state != state_filter:
+                return False
+            if not query:
+                return True
+            return (r.task_id.startswith(query) or r.task_id == object_of
+                    or query in (r.name or "").lower())
+
+        matched = [r for r in records if matches(r)]
+        exact = next((r for r in matched if r.task_id in (query, object_of)), None)
+        return {"total": len(records), "counts": counts, "matched": len(matched),
+                "rows": [_task_json(r) for r in matched[:limit]],
+                "lookup": None if exact is None else dict(
+                    _task_json(exact), events=exact.events, error_message=exact.error_message,
+                    object_id=query if object_of else None)}
+
+    def metrics(self, window_s: float = METRICS_WINDOW_S) -> dict:
+        """Utilisation series per node, the completion-time histogram, the heat map."""
+        samples_wanted = int(window_s / node_stats.SAMPLE_PERIOD_S) + 1
+        nodes = []
+        ips = {}
+        for node in cluster_info.nodes(self.gcs):
+            ips[node["NodeID"]] = node["NodeManagerAddress"]
+            samples = node_stats.read_series(self.gcs, node["NodeID"], last=samples_wanted)
+            nodes.append({"node_id": node["NodeID"], "node_ip": node["NodeManagerAddress"],
+                          "alive": node["Alive"], "series": metrics.series(samples)})
+        records = self.task_records()
+        durations = [r.duration_s for r in records if r.duration_s is not None]
+        now_ms = time.time() * 1000
+        intervals = [(f"{ips.get(r.node_id, '?')} {r.node_id[:8]}", r.start_time_ms / 1000,
+                      (r.end_time_ms or now_ms) / 1000)
+                     for r in records if r.node_id and r.start_time_ms is not None]
+        horizon = time.time() - window_s
+        intervals = [i for i in intervals if i[2] >= horizon]
+        return {"time": time.time(), "nodes": nodes,
+                "histogram": metrics.completion_histogram(durations),
+                "heat_map": metrics.heat_map(intervals), "tasks_total": len(records)}
 
     def errors(self) -> list[dict]:
         return jsonable(state.errors_from_gcs(self.gcs))
@@ -166,28 +242,6 @@ class ClusterView:
             return [{"node_ip": ip, "pid": pid, "name": self._log_names.get((ip, pid), ""),
                      "lines": list(ring)} for (ip, pid), ring in self._logs.items()]
 
-    def log_files(self) -> list[dict]:
-        """Log files of the processes on the dashboard's own node."""
-        if not self.session_dir:
-            return []
-        logs = os.path.join(self.session_dir, "logs")
-        out = []
-        for name in sorted(os.listdir(logs)):
-            path = os.path.join(logs, name)
-            if os.path.isfile(path):
-                out.append({"name": name, "size_bytes": os.path.getsize(path)})
-        return out
-
-    def log_file(self, name: str, tail_bytes: int = 64 * 1024) -> str:
-        if not self.session_dir:
-            raise FileNotFoundError("this dashboard was started without a session directory")
-        if os.path.basename(name) != name or name.startswith("."):
-            raise ValueError(f"not a log file name: {name!r}")
-        path = os.path.join(self.session_dir, "logs", name)
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - tail_bytes))
-            return f.read().decode("utf-8", "replace")
-
     def summary(self) -> dict:
         nodes = self.nodes()
         actors = self.actors()
@@ -199,6 +253,33 @@ class ClusterView:
             "available_resources": cluster_info.available_resources(self.gcs),
             "host": self.host(),
         }
+
+
+def _sample_json(sample) -> dict | None:
+    if sample is None:
+        return None
+    return {"time": sample.time, "cpu_percent": sample.cpu_percent,
+            "cpus_busy": sample.num_cpus_busy, "mem_used_bytes": sample.mem_used_bytes,
+            "mem_total_bytes": sample.mem_total_bytes,
+            "store_used_bytes": sample.object_store_used_bytes,
+            "store_capacity_bytes": sample.object_store_capacity_bytes}
+
+
+def _is_hex(text: str) -> bool:
+    try:
+        bytes.fromhex(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _task_json(record: task_events.TaskRecord) -> dict:
+    return {"task_id": record.task_id, "name": record.name, "state": record.state,
+            "type": record.type, "job_id": record.job_id, "actor_id": record.actor_id,
+            "node_id": record.node_id, "worker_pid": record.worker_pid,
+            "attempt_number": record.attempt_number, "error_type": record.error_type,
+            "creation_time_ms": record.creation_time_ms, "start_time_ms": record.start_time_ms,
+            "end_time_ms": record.end_time_ms, "duration_s": record.duration_s}
 
 
 __all__ = ["ClusterView", "jsonable"]

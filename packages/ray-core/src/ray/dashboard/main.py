@@ -69,12 +69,19 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ray._private.job_manager import JobManager
+    from ray._private.log_reader import ClusterLogs
     from ray.dashboard.app import create_app
     from ray.dashboard.data import ClusterView
+    from ray.util.state._source import GcsStateSource
 
-    gcs = connect(args.gcs_address, os.environ.get("RAY_REDIS_PASSWORD"))
+    secret = os.environ.get("RAY_REDIS_PASSWORD")
+    gcs = connect(args.gcs_address, secret)
     view = ClusterView(gcs, args.session_dir)
-    server = bind(create_app(view), args.host, args.port)
+    app = create_app(view, ClusterLogs(gcs, secret), jobs=JobManager(gcs, args.gcs_address),
+                     state_source=GcsStateSource(gcs),
+                     session_name=os.path.basename(args.session_dir or ""))
+    server = bind(app, args.host, args.port)
     port = server.socket.getsockname()[1]
     info = {"url": f"http://{url_host(args.host, args.node_ip)}:{port}", "host": args.host,
             "port": port, "pid": os.getpid(), "node_ip": args.node_ip}

@@ -1,11 +1,13 @@
 """Blocks: the tables a Dataset keeps in the object store, one ObjectRef each.
 
-A block is a table of rows with named columns. Where pandas is importable, blocks
-built here are ``pandas.DataFrame``; without pandas they are ``list``s of ``dict``
-rows. Every function takes either form (and a DataFrame a user or Modin put in the
-store), so the rest of ``ray.data`` never asks which one it holds. Batches handed
-to user code are the formats Ray Data documents: ``"numpy"`` (a dict of column name
-to ``numpy.ndarray``; also ``"default"``), ``"pandas"`` and ``"pyarrow"``.
+A block is a table of rows with named columns in one of three formats (see
+``_formats``): a ``pyarrow.Table`` (the default), a ``pandas.DataFrame`` or a list of
+dict rows. The functions here take any of them, so the rest of ``ray.data`` never
+asks which one it holds; new blocks are Arrow tables where pyarrow is installed, and
+pandas (or rows) are kept for frames users hand over and converted at the edges.
+Batches handed to user code are the formats Ray Data documents: ``"numpy"`` (a dict
+of column name to ``numpy.ndarray``; also ``"default"``), ``"pandas"`` and
+``"pyarrow"``.
 
 Pure functions, no ray: the tasks in ``_tasks`` call them on workers, the tests
 call them directly.
@@ -14,66 +16,70 @@ call them directly.
 from __future__ import annotations
 
 import difflib
-import functools
-import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from ray.data._formats import (  # noqa: F401 - re-exported for the other modules
+    ARROW,
+    PANDAS,
+    ROWS,
+    BlockAccessor,
+    NotArrowable,
+    Schema,
+    arrow_table,
+    column_for_pandas,
+    compact_arrow,
+    default_format,
+    ordered_keys,
+    pandas_or_none,
+    pyarrow_or_none,
+    require_pandas,
+    require_pyarrow,
+)
+
+__all__ = [
+    "ARROW", "PANDAS", "ROWS", "BATCH_FORMATS", "BlockExecStats", "BlockMetadata", "Group",
+    "Schema", "NotArrowable", "accessor", "pandas_or_none", "pyarrow_or_none",
+    "require_pandas", "require_pyarrow",
+]
+
 BATCH_FORMATS = ("default", "numpy", "pandas", "pyarrow", None)
 
 
-@functools.cache
-def _optional_module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
-def pandas_or_none():
-    """pandas if it is importable here, else None (pandas is optional for ray-core)."""
-    return _optional_module("pandas")
-
-
-def require_pandas(what: str):
-    pd = pandas_or_none()
-    if pd is None:
-        raise ImportError(f"{what} needs pandas, which is not installed here: pip install pandas")
-    return pd
-
-
-def require_pyarrow(what: str):
-    pa = _optional_module("pyarrow")
-    if pa is None:
-        raise ImportError(f"{what} needs pyarrow, which is not installed here: pip install pyarrow")
-    return pa
+def accessor(block) -> BlockAccessor:
+    return BlockAccessor.for_block(block)
 
 
 def is_pandas(block) -> bool:
-    pd = pandas_or_none()
-    return pd is not None and isinstance(block, pd.DataFrame)
+    return accessor(block).format == PANDAS
 
 
-# -- schema and metadata -------------------------------------------------------------
+def block_format(block) -> str:
+    return accessor(block).format
+
+
+def accessor_format(value) -> str | None:
+    """The block format of ``value``, or None when it is not a block."""
+    try:
+        return accessor(value).format
+    except TypeError:
+        return None
+
+
+# -- metadata ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Schema:
-    """Column names and type names of a Dataset (``ds.schema()``)."""
+class BlockExecStats:
+    """How the task that made a block ran (what ``Dataset.stats()`` reports)."""
 
-    names: tuple[str, ...]
-    types: tuple[str, ...]
-
-    def __repr__(self) -> str:
-        width = max([len("Column"), *(len(str(n)) for n in self.names)])
-        lines = [f"{'Column':<{width}}  Type", f"{'------':<{width}}  ----"]
-        lines += [f"{str(n):<{width}}  {t}" for n, t in zip(self.names, self.types)]
-        return "\n".join(lines)
-
-    def as_braces(self) -> str:
-        return "{" + ", ".join(f"{n}: {t}" for n, t in zip(self.names, self.types)) + "}"
+    wall_time_s: float
+    cpu_time_s: float
+    node_id: str
+    task_id: str | None
+    start_time_s: float  # time.time() when the task started
 
 
 @dataclass(frozen=True)
@@ -81,110 +87,92 @@ class BlockMetadata:
     """What the driver knows about a block without fetching it."""
 
     num_rows: int
-    schema: Schema | None  # None: no columns known (an empty list-of-rows block)
-    is_pandas: bool  # a pandas.DataFrame (else a list of dict rows)
+    size_bytes: int
+    schema: Schema | None  # None: no columns known (an empty block)
+    block_format: str  # "arrow", "pandas" or "rows"
+    input_files: tuple[str, ...] = ()
+    exec_stats: BlockExecStats | None = None
+
+    @property
+    def is_pandas(self) -> bool:
+        return self.block_format == PANDAS
 
 
-_PY_TYPE_NAMES = {bool: "bool", int: "int64", float: "double", str: "string", bytes: "binary"}
-
-
-def _type_name(value) -> str:
-    if isinstance(value, np.ndarray):
-        return f"ndarray(shape={value.shape}, dtype={value.dtype})"
-    if isinstance(value, np.generic):
-        return str(value.dtype)
-    return _PY_TYPE_NAMES.get(type(value), type(value).__name__)
+def metadata_of(block, *, input_files: tuple = (), exec_stats: BlockExecStats | None = None) -> BlockMetadata:
+    acc = accessor(block)
+    return BlockMetadata(acc.num_rows(), acc.size_bytes(), acc.schema(), acc.format, tuple(input_files), exec_stats)
 
 
 def schema_of(block) -> Schema | None:
-    if is_pandas(block):
-        return Schema(tuple(block.columns), tuple(str(t) for t in block.dtypes))
-    names: dict[str, str] = {}
-    for row in block:
-        for name, value in row.items():
-            if names.get(name) in (None, "null"):
-                names[name] = "null" if value is None else _type_name(value)
-    if not names:
-        return None
-    return Schema(tuple(names), tuple(names.values()))
+    return accessor(block).schema()
 
 
-def metadata_of(block) -> BlockMetadata:
-    if not (is_pandas(block) or isinstance(block, list)):
-        raise TypeError(
-            f"a ray.data block must be a pandas.DataFrame or a list of dict rows, got "
-            f"{type(block).__name__}; build datasets with ray.data.from_pandas/from_items/..."
-        )
-    return BlockMetadata(num_rows(block), schema_of(block), is_pandas(block))
+# -- building blocks -------------------------------------------------------------------
 
 
-# -- building and reading blocks ------------------------------------------------------
-
-
-def _as_column(values):
-    """A column for a DataFrame: multi-dimensional arrays become one ndarray per row."""
-    values = np.asarray(values) if not isinstance(values, np.ndarray) else values
-    return list(values) if values.ndim > 1 else values
+def empty_block():
+    fmt = default_format()
+    if fmt == ARROW:
+        return pyarrow_or_none().table({})
+    if fmt == PANDAS:
+        return pandas_or_none().DataFrame()
+    return []
 
 
 def build_block(rows: list[dict]):
-    """A block holding ``rows`` (dicts) in this process's preferred format."""
-    pd = pandas_or_none()
-    if pd is None:
-        return [dict(r) for r in rows]
+    """A block holding ``rows`` (dicts) in the default format."""
     if not rows:
-        return pd.DataFrame()
-    columns = {name: [row.get(name) for row in rows] for name in _ordered_keys(rows)}
-    return build_block_from_columns(columns, len(rows))
+        return empty_block()
+    names = ordered_keys(rows)
+    return build_block_from_columns({n: [row.get(n) for row in rows] for n in names}, len(rows))
 
 
-def build_block_from_columns(columns: dict[str, list], count: int):
-    """A block of ``count`` rows from equal-length lists of values, one per column."""
-    pd = pandas_or_none()
-    if pd is None:
-        return [{name: values[i] for name, values in columns.items()} for i in range(count)]
-    return pd.DataFrame({
-        name: vals if isinstance(vals, np.ndarray) else _column_for_pandas(vals) for name, vals in columns.items()
-    })
+def build_block_from_columns(columns: dict, count: int):
+    """A block of ``count`` rows from equal-length columns (lists or arrays): Arrow
+    where the values fit Arrow's types, else pandas, else rows."""
+    fmt = default_format()
+    if fmt == ARROW and columns:
+        try:
+            return arrow_table(columns)
+        except NotArrowable:
+            fmt = PANDAS if pandas_or_none() is not None else ROWS
+    if fmt != ROWS and pandas_or_none() is not None:
+        pd = pandas_or_none()
+        if not columns:
+            return pd.DataFrame(index=range(count))
+        return pd.DataFrame({name: _pandas_column(values) for name, values in columns.items()})
+    lists = {name: _as_list(values) for name, values in columns.items()}
+    return [{name: values[i] for name, values in lists.items()} for i in range(count)]
 
 
-def _ordered_keys(rows: list[dict]) -> list:
-    keys: dict = {}
-    for row in rows:
-        if not isinstance(row, dict):
-            raise TypeError(
-                f"rows must be dicts (column name -> value), got {type(row).__name__}: {row!r:.80}"
-            )
-        keys.update(dict.fromkeys(row))
-    return list(keys)
+def _pandas_column(values):
+    if isinstance(values, np.ndarray):
+        return list(values) if values.ndim > 1 else values
+    return column_for_pandas(list(values))
 
 
-def _column_for_pandas(values: list):
-    # A column of arrays (tensors) stays one ndarray per row: pandas would try to
-    # broadcast them otherwise.
-    if values and all(isinstance(v, np.ndarray) for v in values):
-        column = np.empty(len(values), dtype=object)
-        column[:] = values
-        return column
-    return values
+def _as_list(values) -> list:
+    if isinstance(values, np.ndarray):
+        return list(values) if values.ndim > 1 else values.tolist() if values.dtype.kind not in "mMO" else list(values)
+    return list(values)
 
 
 def block_from_batch(batch):
-    """A block from what a ``map_batches`` function returned."""
+    """A block from what a ``map_batches`` function returned: a DataFrame stays a
+    pandas block, a ``pyarrow.Table`` an Arrow block, a dict of columns becomes a
+    block in the default format."""
     pd = pandas_or_none()
     if pd is not None and isinstance(batch, pd.DataFrame):
         return batch
-    pa = _optional_module("pyarrow")
+    pa = pyarrow_or_none()
     if pa is not None and isinstance(batch, pa.Table):
-        return batch.to_pandas() if pd is not None else batch.to_pylist()
+        return batch
     if isinstance(batch, dict):
-        lengths = {name: len(_as_sized(v)) for name, v in batch.items()}
+        columns = {name: _as_sized(v) for name, v in batch.items()}
+        lengths = {name: len(v) for name, v in columns.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"the columns of a batch must have equal lengths, got {lengths}")
-        if pd is not None:
-            return pd.DataFrame({name: _as_column(_as_sized(v)) for name, v in batch.items()})
-        count = next(iter(lengths.values()), 0)
-        return [{name: _as_sized(v)[i] for name, v in batch.items()} for i in range(count)]
+        return build_block_from_columns(columns, next(iter(lengths.values()), 0))
     raise TypeError(
         f"a map_batches function must return a dict of column name -> array, a "
         f"pandas.DataFrame or a pyarrow.Table, got {type(batch).__name__}"
@@ -192,50 +180,119 @@ def block_from_batch(batch):
 
 
 def _as_sized(values):
+    if isinstance(values, (np.ndarray, list)):
+        return values
+    pa = pyarrow_or_none()
+    if pa is not None and isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    pd = pandas_or_none()
+    if pd is not None and isinstance(values, pd.Series):
+        return values.to_numpy()
     return values if hasattr(values, "__len__") else list(values)
 
 
+def for_storage(block):
+    """``block`` ready to be stored: an Arrow slice is compacted so it does not carry
+    its parent's buffers into the object store."""
+    pa = pyarrow_or_none()
+    if pa is not None and isinstance(block, pa.Table):
+        return compact_arrow(block)
+    return block
+
+
+# -- reading blocks --------------------------------------------------------------------
+
+
 def num_rows(block) -> int:
-    return len(block)
+    return accessor(block).num_rows()
+
+
+def size_bytes(block) -> int:
+    return accessor(block).size_bytes()
 
 
 def iter_rows(block) -> Iterator[dict]:
-    if is_pandas(block):
-        yield from block.to_dict("records")
-    else:
-        yield from (dict(row) for row in block)
+    return accessor(block).iter_rows()
 
 
 def slice_block(block, start: int, end: int):
-    return block.iloc[start:end] if is_pandas(block) else block[start:end]
+    return accessor(block).slice(start, end)
 
 
 def take_rows(block, indices):
     """The rows at positions ``indices`` (an integer array), in that order."""
-    if is_pandas(block):
-        return block.iloc[indices].reset_index(drop=True)
-    return [block[i] for i in indices]
+    return accessor(block).take(np.asarray(indices, dtype=np.int64))
+
+
+def filter_rows(block, mask):
+    """The rows where ``mask`` (a bool array) is true."""
+    return accessor(block).filter(np.asarray(mask, dtype=bool))
+
+
+def select_columns(block, columns):
+    return accessor(block).select(list(columns))
+
+
+def rename_columns(block, mapping: dict):
+    return accessor(block).rename(dict(mapping))
+
+
+def column_names(block) -> list:
+    return accessor(block).column_names()
 
 
 def concat_blocks(blocks: list):
-    """One block of all ``blocks`` in order (a fresh 0..n-1 index for DataFrames)."""
-    blocks = [b for b in blocks if num_rows(b)] or blocks[:1]
-    if not blocks:
-        return build_block([])
-    if len(blocks) == 1:
-        return blocks[0]
-    if any(is_pandas(b) for b in blocks):
-        pd = pandas_or_none()
-        frames = [b if is_pandas(b) else build_block(b) for b in blocks]
-        return pd.concat(frames, ignore_index=True)
-    return [row for block in blocks for row in block]
+    """One block of all ``blocks`` in order (a fresh 0..n-1 index for DataFrames).
+    Blocks of one format stay in it; mixed formats join as Arrow where they can,
+    else as pandas, else as rows."""
+    live = [b for b in blocks if num_rows(b)] or blocks[:1]
+    if not live:
+        return empty_block()
+    if len(live) == 1:
+        return live[0]
+    formats = {block_format(b) for b in live}
+    if formats == {ROWS}:
+        return [row for block in live for row in block]
+    if formats == {PANDAS}:
+        return pandas_or_none().concat(live, ignore_index=True)
+    if pyarrow_or_none() is not None:
+        try:
+            return _concat_arrow([accessor(b).to_arrow() for b in live])
+        except NotArrowable:
+            pass  # a pandas block holds values Arrow cannot: join as pandas below
+    if pandas_or_none() is not None:
+        return pandas_or_none().concat([to_pandas_block(b) for b in live], ignore_index=True)
+    return [row for block in live for row in iter_rows(block)]
+
+
+def _concat_arrow(tables: list):
+    pa = pyarrow_or_none()
+    try:
+        return pa.concat_tables(tables, promote_options="default")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        try:  # int64 + double and the like: widen
+            return pa.concat_tables(tables, promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise NotArrowable(str(e)) from None
 
 
 def to_pandas_block(block):
-    if is_pandas(block):
-        return block
-    pd = require_pandas("converting a dataset to pandas")
-    return build_block(block) if block else pd.DataFrame()
+    return accessor(block).to_pandas()
+
+
+def to_arrow_block(block):
+    require_pyarrow("converting blocks to Arrow")
+    try:
+        return accessor(block).to_arrow()
+    except NotArrowable as e:
+        raise TypeError(
+            f"this block cannot be an Arrow table ({e}); a column must hold values of one "
+            "type: cast it first (map_batches), or use batch_format='pandas'"
+        ) from None
+
+
+def to_numpy_dict(block) -> dict[str, np.ndarray]:
+    return accessor(block).to_numpy()
 
 
 # -- batches --------------------------------------------------------------------------
@@ -243,9 +300,7 @@ def to_pandas_block(block):
 
 def check_batch_format(batch_format) -> None:
     if batch_format not in BATCH_FORMATS:
-        raise ValueError(
-            f"batch_format must be one of {BATCH_FORMATS}, got {batch_format!r}"
-        )
+        raise ValueError(f"batch_format must be one of {BATCH_FORMATS}, got {batch_format!r}")
 
 
 def to_batch(block, batch_format):
@@ -256,33 +311,9 @@ def to_batch(block, batch_format):
     if batch_format == "pandas":
         return to_pandas_block(block)
     if batch_format == "pyarrow":
-        pa = require_pyarrow('batch_format="pyarrow"')
-        if is_pandas(block):
-            return pa.Table.from_pandas(block, preserve_index=False)
-        return pa.Table.from_pylist(block)
+        require_pyarrow('batch_format="pyarrow"')
+        return to_arrow_block(block)
     return to_numpy_dict(block)
-
-
-def to_numpy_dict(block) -> dict[str, np.ndarray]:
-    if is_pandas(block):
-        return {name: _stack(block[name].to_numpy()) for name in block.columns}
-    names = _ordered_keys(block)
-    return {name: _stack([row.get(name) for row in block]) for name in names}
-
-
-def _stack(values) -> np.ndarray:
-    """A column as one ndarray; a column of equal-shaped arrays becomes one tensor."""
-    if isinstance(values, np.ndarray) and values.dtype != object:
-        return values
-    values = list(values)
-    if values and all(isinstance(v, np.ndarray) for v in values):
-        if len({v.shape for v in values}) == 1:
-            return np.stack(values)
-    if any(isinstance(v, (list, tuple, dict, np.ndarray)) for v in values):
-        column = np.empty(len(values), dtype=object)  # ragged or nested: one object per row
-        column[:] = values
-        return column
-    return np.array(values)
 
 
 # -- columns and groups (what sort, groupby and aggregates read) -----------------------
@@ -295,42 +326,24 @@ def check_columns(columns, names: list | None, what: str) -> None:
         if names and column not in names:
             close = difflib.get_close_matches(str(column), [str(n) for n in names], n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"{what}: no column {column!r} in this dataset (columns: {names}).{hint}")
-
-
-def column_names(block) -> list:
-    return list(block.columns) if is_pandas(block) else _ordered_keys(block)
+            raise ValueError(f"{what}: no column {column!r} in this dataset (columns: {list(names)}).{hint}")
 
 
 def column_array(block, name) -> np.ndarray:
     """Column ``name`` as one numpy array; nulls in an object column become None (so
     ``==`` between two of them is a plain bool, as pandas' ``NA`` is not)."""
-    if name not in column_names(block):
-        if not num_rows(block):
+    acc = accessor(block)
+    if name not in acc.column_names():
+        if not acc.num_rows():
             return np.empty(0, dtype=object)
-        raise ValueError(f"no column {name!r} in this block (columns: {column_names(block)})")
-    if is_pandas(block):
-        values = block[name].to_numpy()
-    else:
-        values = np.empty(len(block), dtype=object)
-        values[:] = [row.get(name) for row in block]
-        if len(values) and not any(isinstance(v, (np.ndarray, list, dict)) for v in values):
-            values = _tighten(values)
-    if values.dtype == object:
+        check_columns([name], acc.column_names(), "column")
+    values = acc.column(name)
+    if values.dtype == object and values.ndim == 1:
         nulls = null_mask(values)
         if nulls.any():
             values = values.copy()
             values[nulls] = None
     return values
-
-
-def _tighten(values: np.ndarray) -> np.ndarray:
-    # A column of plain numbers (no None) gets a numeric dtype, as pandas would give it.
-    try:
-        tight = np.array(values.tolist())
-    except (TypeError, ValueError):
-        return values
-    return tight if tight.dtype.kind in "biuf" and tight.shape == values.shape else values
 
 
 def null_mask(values: np.ndarray) -> np.ndarray:

@@ -1,10 +1,13 @@
 """``GroupedData``: what ``Dataset.groupby(key)`` returns.
 
-Grouping is a sort: ``Dataset.sort(key)`` range-partitions the rows by key with
-tasks (equal keys always land in the same block, see ``_sort``), then one task per
-sorted block aggregates (``AggregateGroups``) or calls the user's function
-(``MapGroups``) run by run. The output is ordered by key, as Ray's is. ``key=None``
-puts every row in one group.
+``aggregate`` (and ``count``/``sum``/...) is one all-to-all operator
+(``_shuffle.GroupbyAggregate``): built-in aggregations reduce every block to one row
+per key with Arrow's hash aggregation and merge those partials per key range
+(``_arrow_groupby``); other aggregations range-partition the rows by key (a sort:
+equal keys always land in the same block) and fold each sorted block run by run
+(``AggregateGroups``). ``map_groups`` is that sort followed by the user's function
+on every run of equal keys (``MapGroups``), in tasks or actors. The output is ordered
+by key, as Ray's is. ``key=None`` puts every row in one group.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ray.data import _blocks, _sort
-from ray.data._transforms import AggregateGroups, MapGroups
+from ray.data._arrow_groupby import expected_columns
+from ray.data._options import split_options
+from ray.data._shuffle import GroupbyAggregate, Sort
+from ray.data._transforms import MapGroups
 from ray.data.aggregate import AggregateFn, Count, Max, Mean, Min, Std, Sum
 
 if TYPE_CHECKING:
@@ -25,7 +31,7 @@ class GroupedData:
     def __init__(self, dataset: Dataset, key, *, num_partitions: int | None = None):
         if key is not None:
             sort_key = _sort.SortKey.of(key)
-            sort_key.check_columns(dataset.columns(), "groupby")
+            sort_key.check_columns(_known_columns(dataset), "groupby")
             self._columns = sort_key.columns
         else:
             self._columns = ()
@@ -38,19 +44,16 @@ class GroupedData:
     def __repr__(self) -> str:
         return f"GroupedData(key={self._key!r}, dataset={self._dataset!r})"
 
-    def _sorted(self) -> Dataset:
-        return self._dataset._sorted_by(_sort.SortKey.of(list(self._columns)), self._num_partitions)
-
     def aggregate(self, *aggs: AggregateFn) -> Dataset:
         """One row per group: the key column(s), then one column per aggregation
         (named by ``agg.name``)."""
+        from ray.data.dataset import from_blocks
+
         aggs = self._dataset._checked_aggs(aggs)
         if not self._columns:
-            from ray.data.dataset import _from_rows
-
-            return _from_rows([self._dataset.aggregate(*aggs)])
-        transform = AggregateGroups(self._columns, tuple(aggs))
-        return self._sorted()._per_block(transform, ray_remote_args={})
+            return from_blocks([_blocks.build_block([self._dataset.aggregate(*aggs)])])
+        run = GroupbyAggregate(self._columns, tuple(aggs), self._num_partitions)
+        return self._dataset._all_to_all(run, "Aggregate", columns_after=lambda _: expected_columns(self._columns, aggs))
 
     def _column_aggs(self, agg_cls, on, ignore_nulls: bool, **extra) -> Dataset:
         columns = [on] if isinstance(on, str) else list(on) if on is not None else [
@@ -85,11 +88,21 @@ class GroupedData:
         batches it returns (or yields) make the output. ``options`` as for
         ``Dataset.map_batches`` (``fn_args``, ``fn_kwargs``, ``concurrency``, a
         callable class with ``fn_constructor_args``, ray task options)."""
-        from ray.data.dataset import _split_options
 
         _blocks.check_batch_format(batch_format)
-        source = self._sorted() if self._columns else self._dataset.repartition(1)
+        if self._columns:
+            source = self._dataset._all_to_all(
+                Sort(_sort.SortKey.of(list(self._columns)), None, self._num_partitions), "Sort", columns_after=list,
+            )
+        else:
+            source = self._dataset.repartition(1)
         return source._apply(
-            MapGroups, fn, "map_groups", key_columns=self._columns, batch_format=batch_format,
-            zero_copy_batch=zero_copy_batch, **_split_options(options),
+            MapGroups, fn, "map_groups", "MapGroups", key_columns=self._columns, batch_format=batch_format,
+            zero_copy_batch=zero_copy_batch, **split_options(options),
         )
+
+
+def _known_columns(dataset: Dataset) -> list | None:
+    from ray.data import _plan
+
+    return _plan.known_columns(dataset._logical_plan)

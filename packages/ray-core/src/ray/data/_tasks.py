@@ -1,13 +1,78 @@
-"""The ray tasks (and the one actor class) behind ``ray.data``: each reads or makes
-one block on a worker and returns it with its metadata, so the driver learns row
-counts and schemas without fetching blocks."""
+"""The ray tasks (and the one actor class) behind ``ray.data``: each makes one block on
+a worker and returns it with its metadata (row count, size, schema, how the task
+ran), so the driver learns about blocks without fetching them."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
 import ray
-from ray.data import _blocks, _sort
+from ray.data import _blocks
+from ray.data._plan import ReadTask
+from ray.data._transforms import TASK_INDEX
+
+
+class _TaskClock:
+    """Wall and CPU time of the running task, for ``Dataset.stats()``."""
+
+    def __init__(self):
+        self.start_time_s = time.time()
+        self._wall = time.perf_counter()
+        self._cpu = time.process_time()
+
+    def stats(self) -> _blocks.BlockExecStats:
+        context = ray.get_runtime_context()
+        return _blocks.BlockExecStats(
+            wall_time_s=time.perf_counter() - self._wall,
+            cpu_time_s=time.process_time() - self._cpu,
+            node_id=context.get_node_id(),
+            task_id=context.get_task_id(),
+            start_time_s=self.start_time_s,
+        )
+
+
+def finish(block, clock: _TaskClock, input_files: tuple = ()) -> tuple:
+    """``(block, metadata)`` as a task returns them; Arrow slices are compacted."""
+    block = _blocks.for_storage(block)
+    return block, _blocks.metadata_of(block, input_files=input_files, exec_stats=clock.stats())
+
+
+def _apply(transform, source, index: int):
+    clock = _TaskClock()
+    token = TASK_INDEX.set(index)
+    try:
+        files: tuple = ()
+        if isinstance(source, ReadTask):
+            files = source.input_files
+            block = source()
+        else:
+            block = source
+        if transform is not None:
+            block = transform(block)
+    finally:
+        TASK_INDEX.reset(token)
+    return finish(block, clock, files)
+
+
+@ray.remote(num_returns=2)
+def run_map(transform, source, index: int):
+    """Block ``index`` of a (fused) one-to-one operator: ``source`` is the input block
+    or a ``ReadTask``; ``transform`` is applied to it (None: none)."""
+    return _apply(transform, source, index)
+
+
+@ray.remote
+class TransformActor:
+    """Holds one instance of a callable class given to ``map``/``map_batches``/..."""
+
+    def __init__(self, cls, args, kwargs):
+        self._instance = cls(*args, **kwargs)
+
+    @ray.method(num_returns=2)
+    def apply(self, block, transform, index: int):
+        return _apply(transform.with_instance(self._instance), block, index)
 
 
 @ray.remote
@@ -16,32 +81,23 @@ def block_metadata(block) -> _blocks.BlockMetadata:
 
 
 @ray.remote(num_returns=2)
-def transform_block(block, transform):
-    out = transform(block)
-    return out, _blocks.metadata_of(out)
-
-
-@ray.remote(num_returns=2)
-def range_block(start: int, end: int):
-    out = _blocks.block_from_batch({"id": list(range(start, end))})
-    if not isinstance(out, list):
-        out["id"] = out["id"].astype("int64")
-    return out, _blocks.metadata_of(out)
-
-
-@ray.remote(num_returns=2)
 def numpy_block(array):
-    out = _blocks.block_from_batch({"data": array})
-    return out, _blocks.metadata_of(out)
+    return finish(_blocks.block_from_batch({"data": array}), _TaskClock())
+
+
+@ray.remote(num_returns=2)
+def slice_block_task(block, start: int, end: int):
+    return finish(_blocks.slice_block(block, start, end), _TaskClock())
 
 
 @ray.remote(num_returns=2)
 def assemble_slices(bounds: list[tuple[int, int]], *blocks):
     """One output block of ``repartition``: ``blocks[i][bounds[i][0]:bounds[i][1]]``, joined."""
+    clock = _TaskClock()
     out = _blocks.concat_blocks(
         [_blocks.slice_block(b, start, end) for b, (start, end) in zip(blocks, bounds)]
     )
-    return out, _blocks.metadata_of(out)
+    return finish(out, clock)
 
 
 @ray.remote
@@ -53,17 +109,20 @@ def deal_rows(block, num_parts: int, first_row: int, seed: list[int] | None):
         targets = (first_row + np.arange(_blocks.num_rows(block))) % num_parts
     else:
         targets = np.random.default_rng(seed).integers(num_parts, size=_blocks.num_rows(block))
-    parts = [_blocks.take_rows(block, np.flatnonzero(targets == k)) for k in range(num_parts)]
+    order = np.argsort(targets, kind="stable")
+    cuts = np.searchsorted(targets[order], np.arange(num_parts + 1))
+    parts = [_blocks.for_storage(_blocks.take_rows(block, order[cuts[k]:cuts[k + 1]])) for k in range(num_parts)]
     return parts[0] if num_parts == 1 else tuple(parts)
 
 
 @ray.remote(num_returns=2)
 def concat_parts(seed: list[int] | None, *parts):
     """The reduce side: join the parts; shuffle them when ``seed`` is given."""
+    clock = _TaskClock()
     out = _blocks.concat_blocks(list(parts))
     if seed is not None:
         out = _blocks.take_rows(out, np.random.default_rng(seed).permutation(_blocks.num_rows(out)))
-    return out, _blocks.metadata_of(out)
+    return finish(out, clock)
 
 
 @ray.remote
@@ -73,40 +132,27 @@ def accumulate_block(block, aggs: tuple) -> list:
     return [agg.accumulate_group(agg.init(None), group) for agg in aggs]
 
 
-@ray.remote
-def sample_sort_keys(block, key: _sort.SortKey, count: int, seed: list[int]) -> list[tuple]:
-    return _sort.sample_keys(block, key, count, seed)
-
-
-@ray.remote
-def split_by_boundaries(block, key: _sort.SortKey, boundaries: list[tuple]):
-    """The map side of a sort: this block sorted and cut at the boundaries."""
-    parts = _sort.split_sorted(block, key, boundaries)
-    return parts[0] if len(parts) == 1 else tuple(parts)
-
-
-@ray.remote(num_returns=2)
-def merge_sorted(key: _sort.SortKey, *parts):
-    """The reduce side of a sort: the k-th pieces of every block, joined and sorted."""
-    out = _sort.sort_block(_blocks.concat_blocks(list(parts)), key)
-    return out, _blocks.metadata_of(out)
-
-
 @ray.remote(num_returns=2)
 def zip_blocks(*blocks):
     """The columns of ``blocks`` (equal row counts) side by side; a repeated column
     name gets the suffix ``_1``, ``_2``, ... (the index of the dataset it came from)."""
+    clock = _TaskClock()
     columns: dict = {}
     for index, block in enumerate(blocks):
         for name, values in _blocks.to_numpy_dict(block).items():
             columns[name if name not in columns else f"{name}_{index}"] = values
     out = _blocks.block_from_batch(columns) if any(_blocks.num_rows(b) for b in blocks) else blocks[0]
-    return out, _blocks.metadata_of(out)
+    return finish(out, clock)
 
 
 @ray.remote
 def to_pandas_task(block):
     return _blocks.to_pandas_block(block)
+
+
+@ray.remote
+def to_arrow_task(block):
+    return _blocks.for_storage(_blocks.to_arrow_block(block))
 
 
 @ray.remote
@@ -117,16 +163,3 @@ def to_numpy_task(block, column):
     if column not in arrays:
         raise KeyError(f"no column {column!r}; the columns are {list(arrays)}")
     return arrays[column]
-
-
-@ray.remote
-class TransformActor:
-    """Holds one instance of a callable class given to ``map``/``map_batches``/..."""
-
-    def __init__(self, cls, args, kwargs):
-        self._instance = cls(*args, **kwargs)
-
-    @ray.method(num_returns=2)
-    def apply(self, block, transform):
-        out = transform.with_instance(self._instance)(block)
-        return out, _blocks.metadata_of(out)

@@ -4,6 +4,7 @@ user's function travels inside them (cloudpickle)."""
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 import inspect
@@ -12,6 +13,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ray.data import _blocks, _sort
+
+# The position of the running task's block in its operator (0, 1, ...), set by the
+# task around its transforms: write tasks name their files by it, random_sample
+# seeds by it.
+TASK_INDEX: contextvars.ContextVar[int] = contextvars.ContextVar("ray_data_task_index", default=0)
 
 
 def _describe(fn) -> str:
@@ -52,11 +58,26 @@ class MapRows(UserFunction):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FilterRows(UserFunction):
     def __call__(self, block):
-        keep = [bool(self.call(row)) for row in _blocks.iter_rows(block)]
-        if _blocks.is_pandas(block):
-            # Filtering the frame itself keeps its columns and dtypes, even when empty.
-            return block[np.array(keep, dtype=bool)].reset_index(drop=True)
-        return [row for row, kept in zip(block, keep) if kept]
+        # Filtering the block itself keeps its columns and types, even when empty.
+        keep = np.fromiter((bool(self.call(row)) for row in _blocks.iter_rows(block)), dtype=bool,
+                           count=_blocks.num_rows(block))
+        return _blocks.filter_rows(block, keep)
+
+
+@dataclasses.dataclass(frozen=True)
+class FilterExpression:
+    """``filter(expr=...)``: the rows where an Arrow expression is true, evaluated by
+    Arrow compute on the block as a table (nulls count as false)."""
+
+    expression: object  # pyarrow.compute.Expression
+
+    def __call__(self, block):
+        table = _blocks.to_arrow_block(block)
+        try:
+            return table.filter(self.expression)
+        except Exception as e:  # noqa: BLE001 - Arrow's error names the column or type: pass it on
+            raise ValueError(f"filter(expr={self.expression}) failed on a block with columns "
+                             f"{table.column_names}: {e}") from None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -107,12 +128,22 @@ def _call_on_batch(fn: UserFunction, piece, batch_format, zero_copy_batch: bool)
 
 @dataclasses.dataclass(frozen=True)
 class SelectColumns:
+    """Only ``columns``, in that order (``select_columns``; ``drop_columns`` keeps the
+    rest, named by ``dropped`` and resolved per block)."""
+
     columns: tuple
+    dropped: tuple = ()
 
     def __call__(self, block):
-        if _blocks.is_pandas(block):
-            return block[list(self.columns)]
-        return [{c: row.get(c) for c in self.columns} for row in block]
+        if self.dropped:
+            kept = [c for c in _blocks.column_names(block) if c not in self.dropped]
+            return _blocks.select_columns(block, kept)
+        missing = [c for c in self.columns if c not in _blocks.column_names(block)]
+        if missing and _blocks.num_rows(block):
+            _blocks.check_columns(missing, _blocks.column_names(block), "select_columns")
+        if missing:
+            return block
+        return _blocks.select_columns(block, self.columns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +159,10 @@ class AddColumn:
             return batch.assign(**{self.column: values})
         if isinstance(batch, dict):
             return {**batch, self.column: values}
-        return batch.append_column(self.column, values if hasattr(values, "type") else _pa_array(values))
+        values = values if hasattr(values, "type") else _pa_array(values)
+        if self.column in batch.column_names:
+            return batch.set_column(batch.column_names.index(self.column), self.column, values)
+        return batch.append_column(self.column, values)
 
 
 def _pa_array(values):
@@ -138,8 +172,11 @@ def _pa_array(values):
 def _writable_copy(batch):
     # Blocks read from the shared-memory store are read-only: the copy lets a user
     # function change its batch in place, as it may with Ray's zero_copy_batch=False.
+    # Arrow tables are immutable: nothing to copy.
     if isinstance(batch, dict):
         return {name: np.array(column, copy=True) for name, column in batch.items()}
+    if _blocks.accessor_format(batch) == _blocks.ARROW:
+        return batch
     if hasattr(batch, "copy"):
         return batch.copy()
     return copy.deepcopy(batch)
@@ -167,8 +204,8 @@ class AggregateGroups:
         key_arrays = [_blocks.column_array(block, c)[starts] for c in self.key_columns]
         key_lists = [_python_values(a) for a in key_arrays]
         keys = key_lists[0] if len(key_lists) == 1 else list(zip(*key_lists))
-        # The key columns keep their dtypes (numpy arrays) where the block is a DataFrame.
-        as_frame = _blocks.pandas_or_none() is not None
+        # The key columns keep their dtypes (numpy arrays) unless blocks are rows.
+        as_frame = _blocks.default_format() != _blocks.ROWS
         columns = {c: a if as_frame else v for c, a, v in zip(self.key_columns, key_arrays, key_lists)}
         for agg in self.aggs:
             columns[agg.name] = [agg.finalize(acc) for acc in agg.accumulate_runs(groups, keys)]
@@ -199,19 +236,17 @@ class RenameColumns:
     mapping: tuple  # (old, new) pairs
 
     def __call__(self, block):
-        names = dict(self.mapping)
-        if _blocks.is_pandas(block):
-            return block.rename(columns=names)
-        return [{names.get(k, k): v for k, v in row.items()} for row in block]
+        return _blocks.rename_columns(block, dict(self.mapping))
 
 
 @dataclasses.dataclass(frozen=True)
 class SampleRows:
-    """Each row kept with probability ``fraction`` (Bernoulli; ``seed`` per block)."""
+    """Each row kept with probability ``fraction`` (Bernoulli; seeded by ``seed`` and
+    the block's position)."""
 
     fraction: float
-    seed: tuple
+    seed: int
 
     def __call__(self, block):
-        keep = np.random.default_rng(list(self.seed)).random(_blocks.num_rows(block)) < self.fraction
-        return _blocks.take_rows(block, np.flatnonzero(keep))
+        rng = np.random.default_rng([self.seed, TASK_INDEX.get()])
+        return _blocks.filter_rows(block, rng.random(_blocks.num_rows(block)) < self.fraction)

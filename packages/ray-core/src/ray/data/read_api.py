@@ -1,7 +1,8 @@
-"""Making Datasets: from driver memory (``from_items``/``from_pandas``/``from_numpy``),
-from ObjectRefs already in the store (``from_pandas_refs``/``from_numpy_refs``, what
-Modin hands over), from tasks (``range``) and from files (``read_csv``, ``read_json``,
-``read_text``, ``read_numpy``, ``read_parquet``; one task per file, see ``_io``)."""
+"""Making Datasets: from driver memory (``from_items``/``from_pandas``/``from_numpy``/
+``from_arrow``), from ObjectRefs already in the store (``from_pandas_refs``/
+``from_arrow_refs``/``from_numpy_refs``, what Modin hands over), and lazily from
+tasks (``range``) and files (``read_parquet``, ``read_csv``, ``read_json``,
+``read_text``, ``read_numpy``; one read task per file, see ``_io``)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ import builtins
 import numpy as np
 
 import ray
-from ray._private.object_ref import ObjectRef
-from ray.data import _blocks, _io, _tasks
-from ray.data.dataset import Dataset, _put_block
+from ray.data import _blocks, _io, _plan, _tasks
+from ray.data.dataset import Dataset, MaterializedDataset, from_blocks
 
 
 def _num_blocks(num_items: int, parallelism: int, override_num_blocks: int | None) -> int:
@@ -31,22 +31,20 @@ def _bounds(total: int, parts: int) -> list[tuple[int, int]]:
 
 
 def range(n: int, *, parallelism: int = -1, override_num_blocks: int | None = None) -> Dataset:  # noqa: A001
-    """Rows ``{"id": 0}`` .. ``{"id": n - 1}``, each block made by a task."""
+    """Rows ``{"id": 0}`` .. ``{"id": n - 1}``, each block made by a read task."""
     if not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"ray.data.range needs a non-negative int, got {n!r}")
     parts = _num_blocks(int(n), parallelism, override_num_blocks)
-    outputs = [_tasks.range_block.remote(lo, hi) for lo, hi in _bounds(int(n), parts)]
-    return Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+    return Dataset(_plan.Read(_io.RangeDatasource(int(n), parts)))
 
 
-def from_items(items: list, *, parallelism: int = -1, override_num_blocks: int | None = None) -> Dataset:
+def from_items(items: list, *, parallelism: int = -1, override_num_blocks: int | None = None) -> MaterializedDataset:
     """A Dataset of ``items``: dicts become rows, anything else becomes ``{"item": x}``."""
     if not isinstance(items, (list, tuple)):
         raise TypeError(f"from_items needs a list, got {type(items).__name__}")
     rows = [item if isinstance(item, dict) else {"item": item} for item in items]
     parts = _num_blocks(len(rows), parallelism, override_num_blocks)
-    outputs = [_put_block(_blocks.build_block(rows[lo:hi])) for lo, hi in _bounds(len(rows), parts)]
-    return Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+    return from_blocks([_blocks.build_block(rows[lo:hi]) for lo, hi in _bounds(len(rows), parts)], "FromItems")
 
 
 def _as_list(value, kind, what: str) -> list:
@@ -57,37 +55,65 @@ def _as_list(value, kind, what: str) -> list:
     return values
 
 
-def from_pandas(dfs, *, override_num_blocks: int | None = None) -> Dataset:
-    """One block per DataFrame (``dfs``: a DataFrame or a list of them)."""
+def _repartitioned(ds: Dataset, override_num_blocks: int | None) -> Dataset:
+    return ds.repartition(override_num_blocks).materialize() if override_num_blocks else ds
+
+
+def from_pandas(dfs, override_num_blocks: int | None = None) -> MaterializedDataset:
+    """One block per DataFrame (``dfs``: a DataFrame or a list of them), kept as pandas."""
     pd = _blocks.require_pandas("ray.data.from_pandas")
     frames = _as_list(dfs, pd.DataFrame, "from_pandas takes a pandas.DataFrame or a list of them")
-    ds = Dataset(*zip(*[_put_block(f) for f in frames])) if frames else _empty()
-    return ds.repartition(override_num_blocks) if override_num_blocks else ds
+    ds = from_blocks(frames, "FromPandas") if frames else _empty()
+    return _repartitioned(ds, override_num_blocks)
 
 
-def from_pandas_refs(dfs) -> Dataset:
+def _from_refs(refs: list, label: str) -> MaterializedDataset:
+    return MaterializedDataset(_plan.InputData(
+        tuple(refs), tuple(_tasks.block_metadata.remote(ref) for ref in refs), label
+    ))
+
+
+def from_pandas_refs(dfs) -> MaterializedDataset:
     """One block per ObjectRef of a pandas DataFrame (how Modin hands its partitions
     over: ``modin.pandas.io.to_ray``). The DataFrames are not copied; their row counts
     and schemas are read by tasks."""
-    refs = _as_list(dfs, ObjectRef, "from_pandas_refs takes an ObjectRef of a pandas.DataFrame or a list of them")
-    return Dataset(refs, [_tasks.block_metadata.remote(ref) for ref in refs])
+    refs = _as_list(dfs, ray.ObjectRef, "from_pandas_refs takes an ObjectRef of a pandas.DataFrame or a list of them")
+    return _from_refs(refs, "FromPandas")
 
 
-def from_numpy(ndarrays) -> Dataset:
+def from_arrow(tables, *, override_num_blocks: int | None = None) -> MaterializedDataset:
+    """One block per ``pyarrow.Table`` (stored zero-copy: its buffers go into the
+    object store as they are)."""
+    pa = _blocks.require_pyarrow("ray.data.from_arrow")
+    tables = _as_list(tables, pa.Table, "from_arrow takes a pyarrow.Table or a list of them")
+    ds = from_blocks([t.replace_schema_metadata(None) for t in tables], "FromArrow") if tables else _empty()
+    return _repartitioned(ds, override_num_blocks)
+
+
+def from_arrow_refs(tables) -> MaterializedDataset:
+    """One block per ObjectRef of a ``pyarrow.Table`` (not copied; row counts and
+    schemas are read by tasks)."""
+    _blocks.require_pyarrow("ray.data.from_arrow_refs")
+    refs = _as_list(tables, ray.ObjectRef, "from_arrow_refs takes an ObjectRef of a pyarrow.Table or a list of them")
+    return _from_refs(refs, "FromArrow")
+
+
+def from_numpy(ndarrays) -> MaterializedDataset:
     """One block per array, in a column named ``data`` (one row per first-axis entry)."""
     arrays = _as_list(ndarrays, np.ndarray, "from_numpy takes a numpy.ndarray or a list of them")
-    outputs = [_put_block(_blocks.block_from_batch({"data": a})) for a in arrays]
-    return Dataset(*zip(*outputs)) if outputs else _empty()
+    if not arrays:
+        return _empty()
+    return from_blocks([_blocks.block_from_batch({"data": a}) for a in arrays], "FromNumpy")
 
 
-def from_numpy_refs(ndarrays) -> Dataset:
+def from_numpy_refs(ndarrays) -> MaterializedDataset:
     """``from_numpy`` for arrays already in the object store (converted by tasks)."""
-    refs = _as_list(ndarrays, ObjectRef, "from_numpy_refs takes an ObjectRef of a numpy.ndarray or a list of them")
-    outputs = [_tasks.numpy_block.remote(ref) for ref in refs]
-    return Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+    refs = _as_list(ndarrays, ray.ObjectRef, "from_numpy_refs takes an ObjectRef of a numpy.ndarray or a list of them")
+    pairs = [_tasks.numpy_block.remote(ref) for ref in refs]
+    return MaterializedDataset(_plan.InputData(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), "FromNumpy"))
 
 
-def from_modin(df) -> Dataset:
+def from_modin(df) -> MaterializedDataset:
     """A Dataset whose blocks are the row partitions of a ``modin.pandas.DataFrame``."""
     try:
         from modin.distributed.dataframe.pandas import unwrap_partitions
@@ -96,68 +122,70 @@ def from_modin(df) -> Dataset:
     return from_pandas_refs(unwrap_partitions(df, axis=0))
 
 
-def _read(paths, fmt: str, what: str, *, include_paths: bool, override_num_blocks: int | None,
-          options: dict) -> Dataset:
-    outputs = [
-        _io.read_file_task.remote(path, fmt, include_paths, options) for path in _io.list_files(paths, what)
-    ]
-    ds = Dataset([o[0] for o in outputs], [o[1] for o in outputs])
+def _read(datasource: _io.FileDatasource, override_num_blocks: int | None) -> Dataset:
+    ds = Dataset(_plan.Read(datasource))
     return ds.repartition(override_num_blocks) if override_num_blocks else ds
 
 
 def read_csv(paths, *, include_paths: bool = False, override_num_blocks: int | None = None,
-             **pandas_kwargs) -> Dataset:
-    """One block per CSV file, each read by a task with ``pandas.read_csv``.
+             **csv_args) -> Dataset:
+    """One block per CSV file, each read by a task.
 
     ``paths``: a local file, a directory (every file under it) or a list of them;
     ``local://`` and ``file://`` prefixes are accepted. Files must be readable at the
-    same path on every node. Extra keyword arguments go to ``pandas.read_csv``.
+    same path on every node. ``read_options``/``parse_options``/``convert_options``
+    go to ``pyarrow.csv.read_csv`` (as in Ray); other keywords select
+    ``pandas.read_csv`` and go to it.
     """
-    _blocks.require_pandas("ray.data.read_csv")
-    return _read(paths, "csv", "read_csv", include_paths=include_paths,
-                 override_num_blocks=override_num_blocks, options=pandas_kwargs)
+    if _blocks.pyarrow_or_none() is None or set(csv_args) - set(_io._ARROW_CSV_OPTIONS):
+        _blocks.require_pandas("ray.data.read_csv")
+    files = tuple(_io.list_files(paths, "read_csv"))
+    return _read(_io.FileDatasource(files, "csv", csv_args, include_paths), override_num_blocks)
 
 
 def read_json(paths, *, include_paths: bool = False, override_num_blocks: int | None = None) -> Dataset:
     """One block per JSON file: JSON lines (an object per line, what ``write_json``
     writes) or one JSON array of objects. ``paths`` as for ``read_csv``."""
-    return _read(paths, "json", "read_json", include_paths=include_paths,
-                 override_num_blocks=override_num_blocks, options={})
+    files = tuple(_io.list_files(paths, "read_json"))
+    return _read(_io.FileDatasource(files, "json", {}, include_paths), override_num_blocks)
 
 
 def read_text(paths, *, encoding: str = "utf-8", drop_empty_lines: bool = False,
               include_paths: bool = False, override_num_blocks: int | None = None) -> Dataset:
     """A row ``{"text": line}`` per line of every file (one block per file)."""
-    return _read(paths, "text", "read_text", include_paths=include_paths,
-                 override_num_blocks=override_num_blocks,
-                 options={"encoding": encoding, "drop_empty_lines": drop_empty_lines})
+    files = tuple(_io.list_files(paths, "read_text"))
+    options = {"encoding": encoding, "drop_empty_lines": drop_empty_lines}
+    return _read(_io.FileDatasource(files, "text", options, include_paths), override_num_blocks)
 
 
 def read_numpy(paths, *, include_paths: bool = False, override_num_blocks: int | None = None,
                **numpy_load_args) -> Dataset:
     """``.npy`` files, one block each: a row ``{"data": array[i]}`` per first-axis entry;
     keywords go to ``numpy.load`` (``allow_pickle`` is False unless given)."""
-    return _read(paths, "numpy", "read_numpy", include_paths=include_paths,
-                 override_num_blocks=override_num_blocks, options=numpy_load_args)
+    files = tuple(_io.list_files(paths, "read_numpy"))
+    return _read(_io.FileDatasource(files, "numpy", numpy_load_args, include_paths), override_num_blocks)
 
 
-def read_parquet(paths, *, columns: list[str] | None = None, include_paths: bool = False,
-                 override_num_blocks: int | None = None) -> Dataset:
-    """One block per Parquet file (needs pyarrow: ``pip install pyarrow``);
-    ``columns`` reads only those."""
+def read_parquet(paths, *, columns: list[str] | None = None, filter=None,  # noqa: A002 - Ray's name
+                 include_paths: bool = False, override_num_blocks: int | None = None,
+                 **arrow_parquet_args) -> Dataset:
+    """One block per Parquet file (needs pyarrow). ``columns`` reads only those;
+    ``filter`` (a ``pyarrow.compute.Expression``, a ``ray.data.expressions``
+    expression or a string) reads only the matching rows, skipping row groups whose
+    statistics rule it out. A ``select_columns`` or ``filter(expr=...)`` right after
+    the read is pushed into it the same way. Other keywords go to
+    ``pyarrow.parquet.read_table``."""
     _blocks.require_pyarrow("ray.data.read_parquet")
-    return _read(paths, "parquet", "read_parquet", include_paths=include_paths,
-                 override_num_blocks=override_num_blocks, options={"columns": columns})
+    files = tuple(_io.list_files(paths, "read_parquet"))
+    options = dict(arrow_parquet_args)
+    if columns is not None:
+        options["columns"] = list(columns)
+    if filter is not None:
+        from ray.data.expressions import to_pyarrow_expression
+
+        options["filter"] = to_pyarrow_expression(filter)
+    return _read(_io.ParquetDatasource(files, "parquet", options, include_paths), override_num_blocks)
 
 
-def from_arrow(tables) -> Dataset:
-    """One block per ``pyarrow.Table`` (needs pyarrow; stored as pandas where it is
-    installed)."""
-    pa = _blocks.require_pyarrow("ray.data.from_arrow")
-    tables = _as_list(tables, pa.Table, "from_arrow takes a pyarrow.Table or a list of them")
-    outputs = [_put_block(_blocks.block_from_batch(t)) for t in tables]
-    return Dataset(*zip(*outputs)) if outputs else _empty()
-
-
-def _empty() -> Dataset:
-    return Dataset(*zip(_put_block(_blocks.build_block([]))))
+def _empty() -> MaterializedDataset:
+    return from_blocks([_blocks.empty_block()])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ray._private import runtime as _rt
 from ray._private.gcs import keys
+from ray._private.runtime.interface import LocalModeUnsupported
 
 _local: dict[str, bytes] = {}
 
@@ -18,8 +19,14 @@ def _key(key) -> str:
 
 
 def _gcs():
+    """The cluster's GCS, or None in local mode or before ray.init (this process's dict)."""
     runtime = _rt.maybe_current()
-    return getattr(runtime, "gcs", None)
+    if runtime is None:
+        return None
+    try:
+        return runtime.gcs_client()
+    except LocalModeUnsupported:
+        return None
 
 
 def _internal_kv_initialized() -> bool:

@@ -13,33 +13,19 @@ import time
 import cloudpickle
 
 from ray._private import runtime as _runtime
-from ray._private.gcs import keys
+from ray._private.object_ref import ObjectRef
+from ray._private.signals import ErrorSignal, Signal, append, stream_key
+from ray.actor import ActorHandle
 
 _cursors: dict[str, int] = {}
 
 
-class Signal:
-    """Base class of user signals: subclass it and ``send`` instances."""
-
-
-class ErrorSignal(Signal):
-    """Sent automatically when a task or actor method raises."""
-
-    def __init__(self, error):
-        self.error = error
-
-    def get_error(self):
-        return self.error
-
-
-def _stream_key(source_hex: str) -> str:
-    return keys.kv("signals", source_hex)
-
-
 def _current_source(rt) -> str:
-    if getattr(rt, "actor_id", None) is not None:
-        return rt.actor_id.hex()
-    return rt.current_task_id.hex()
+    who = rt.identity()
+    if who.actor_id is not None:
+        return who.actor_id
+    # Outside a task (a driver) nobody can name the source: it is this process.
+    return who.task_id or who.worker_id
 
 
 def send(signal: Signal) -> None:
@@ -47,18 +33,10 @@ def send(signal: Signal) -> None:
     if not isinstance(signal, Signal):
         raise TypeError(f"send() needs a ray.experimental.signal.Signal, got {type(signal)}")
     rt = _runtime.current()
-    rt.gcs.rpush(_stream_key(_current_source(rt)), cloudpickle.dumps(signal))
-
-
-def send_error(rt, source_hex: str, error) -> None:
-    """Used by the runtime when a task or actor method fails."""
-    rt.gcs.rpush(_stream_key(source_hex), cloudpickle.dumps(ErrorSignal(error)))
+    append(rt.gcs_client(), _current_source(rt), signal)
 
 
 def _source_hex(source) -> str:
-    from ray._private.object_ref import ObjectRef
-    from ray.actor import ActorHandle
-
     if isinstance(source, ActorHandle):
         return source._actor_id.hex()
     if isinstance(source, ObjectRef):
@@ -75,7 +53,7 @@ def receive(sources, timeout: float | None = None) -> list:
         out = []
         for source, hex_id in pairs:
             start = _cursors.get(hex_id, 0)
-            entries = rt.gcs.lrange(_stream_key(hex_id), start, -1)
+            entries = rt.gcs_client().lrange(stream_key(hex_id), start, -1)
             if entries:
                 _cursors[hex_id] = start + len(entries)
                 out.extend((source, cloudpickle.loads(e)) for e in entries)
@@ -89,9 +67,12 @@ def forget(sources) -> None:
     rt = _runtime.current()
     for source in sources:
         hex_id = _source_hex(source)
-        _cursors[hex_id] = len(rt.gcs.lrange(_stream_key(hex_id), 0, -1))
+        _cursors[hex_id] = len(rt.gcs_client().lrange(stream_key(hex_id), 0, -1))
 
 
 def reset() -> None:
     """Start every source again from its first signal."""
     _cursors.clear()
+
+
+__all__ = ["ErrorSignal", "Signal", "forget", "receive", "reset", "send"]

@@ -28,6 +28,15 @@ def _register_with_tune():
     register_with_tune()
 
 
+def _register_all():
+    """(Re-)register every algorithm with Tune, e.g. after ``ray.shutdown()`` (0.7 API)."""
+    from ray.rllib.agents.registry import _all_algorithms
+    from ray.tune import registry
+
+    for name, loader in _all_algorithms().items():
+        registry.register_lazy(registry.TRAINABLE_CLASS, name, loader)
+
+
 _register_with_tune()
 
 __all__ = [

@@ -61,7 +61,9 @@ def main(argv=None) -> int:
 def rollout(trainer, num_steps: int, num_episodes: int = 0, render: bool = False) -> list:
     """Run the trainer's policies; returns one ``[obs, action, next_obs, reward, done]`` list
     per episode, and prints each episode's reward."""
-    env = trainer.env_creator(trainer.config["env_config"])
+    # The local worker's env carries the same wrappers the policy was trained behind
+    # (e.g. the DeepMind Atari preprocessing), so its observations fit the policy.
+    env = trainer.workers.local_worker().env
     multi_agent = isinstance(env, MultiAgentEnv)
     if not multi_agent:
         env = ensure_new_api(env)

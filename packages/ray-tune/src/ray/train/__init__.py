@@ -11,7 +11,7 @@ ones `ray.tune` exports. Distributed data-parallel training lives in `ray.sgd`.
 """
 
 from ray.tune.checkpoint import Checkpoint
-from ray.tune.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from ray.tune.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, SyncConfig
 from ray.tune.result_grid import Result
 from ray.tune.session import TrainContext, get_checkpoint, get_context, report
 
@@ -21,6 +21,7 @@ __all__ = [
     "FailureConfig",
     "Result",
     "RunConfig",
+    "SyncConfig",
     "ScalingConfig",
     "TrainContext",
     "get_checkpoint",

@@ -25,16 +25,26 @@ _DICT_FILE = "dict_checkpoint.pkl"
 
 
 class Checkpoint:
-    """A checkpoint directory (`path`). Only local filesystems are supported."""
+    """A checkpoint directory (`path`), local or on a remote `filesystem` (pyarrow.fs)."""
 
     def __init__(self, path: str | os.PathLike, filesystem: Any = None):
         if filesystem is not None:
-            raise TuneError(
-                "Checkpoint(filesystem=...) is not supported: checkpoints live on the local "
-                "filesystem (a shared mount works); pass only the path"
-            )
-        self.path = os.path.abspath(os.fspath(path))
-        self.filesystem = None
+            try:
+                import pyarrow.fs as pafs
+            except ImportError as exc:
+                raise TuneError("Checkpoint(filesystem=...) needs pyarrow: pip install pyarrow") from exc
+            if not isinstance(filesystem, pafs.FileSystem):
+                raise TuneError(
+                    "Checkpoint(filesystem=...) must be a pyarrow.fs.FileSystem, got "
+                    f"{type(filesystem).__name__}"
+                )
+            if isinstance(filesystem, pafs.LocalFileSystem):
+                filesystem = None
+        if filesystem is None:
+            self.path = os.path.abspath(os.fspath(path))
+        else:
+            self.path = os.fspath(path).rstrip("/")
+        self.filesystem = filesystem
 
     @classmethod
     def from_directory(cls, path: str | os.PathLike) -> Checkpoint:
@@ -42,6 +52,20 @@ class Checkpoint:
         if not os.path.isdir(path):
             raise TuneError(f"Checkpoint.from_directory({path!r}): not a directory")
         return cls(path)
+
+    def _download(self, target: str) -> None:
+        """Copies a remote checkpoint's files into the local directory `target`."""
+        import pyarrow.fs as pafs
+
+        infos = self.filesystem.get_file_info(pafs.FileSelector(self.path, recursive=True))
+        for info in infos:
+            if info.type != pafs.FileType.File:
+                continue
+            rel = info.path[len(self.path):].lstrip("/")
+            local = os.path.join(target, *rel.split("/"))
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            with self.filesystem.open_input_stream(info.path) as src, open(local, "wb") as dst:
+                shutil.copyfileobj(src, dst)
 
     @classmethod
     def from_dict(cls, data: dict) -> Checkpoint:
@@ -52,6 +76,9 @@ class Checkpoint:
         return cls(path)
 
     def to_dict(self) -> dict:
+        if self.filesystem is not None:
+            with self.as_directory() as local:
+                return Checkpoint(local).to_dict()
         file = os.path.join(self.path, _DICT_FILE)
         if not os.path.exists(file):
             raise TuneError(f"{self!r} was not made by Checkpoint.from_dict(); read its files")
@@ -61,16 +88,33 @@ class Checkpoint:
     def to_directory(self, path: str | os.PathLike | None = None) -> str:
         """Copies the checkpoint into `path` (default: a new temporary directory)."""
         target = os.fspath(path) if path is not None else tempfile.mkdtemp(prefix="checkpoint_")
-        if os.path.abspath(target) != self.path:
+        if self.filesystem is not None:
+            os.makedirs(target, exist_ok=True)
+            self._download(target)
+        elif os.path.abspath(target) != self.path:
             shutil.copytree(self.path, target, dirs_exist_ok=True)
         return target
 
     @contextlib.contextmanager
     def as_directory(self) -> Iterator[str]:
-        """The checkpoint as a local directory (no copy: it already is one)."""
-        yield self.path
+        """The checkpoint as a local directory: itself when local, else a temporary copy
+        (deleted when the block exits)."""
+        if self.filesystem is None:
+            yield self.path
+            return
+        local = self.to_directory()
+        try:
+            yield local
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
 
     def get_metadata(self) -> dict:
+        if self.filesystem is not None:
+            try:
+                with self.filesystem.open_input_stream(f"{self.path}/{_METADATA_FILE}") as f:
+                    return json.loads(f.read().decode())
+            except (FileNotFoundError, OSError):
+                return {}
         file = os.path.join(self.path, _METADATA_FILE)
         if not os.path.exists(file):
             return {}
@@ -78,6 +122,10 @@ class Checkpoint:
             return json.load(f)
 
     def set_metadata(self, metadata: dict) -> None:
+        if self.filesystem is not None:
+            with self.filesystem.open_output_stream(f"{self.path}/{_METADATA_FILE}") as f:
+                f.write(json.dumps(metadata).encode())
+            return
         with open(os.path.join(self.path, _METADATA_FILE), "w") as f:
             json.dump(metadata, f)
 
@@ -85,12 +133,15 @@ class Checkpoint:
         self.set_metadata({**self.get_metadata(), **metadata})
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Checkpoint) and other.path == self.path
+        return (isinstance(other, Checkpoint) and other.path == self.path
+                and type(other.filesystem) is type(self.filesystem))
 
     def __hash__(self) -> int:
         return hash(self.path)
 
     def __repr__(self) -> str:
+        if self.filesystem is not None:
+            return f"Checkpoint(filesystem={self.filesystem.type_name}, path={self.path!r})"
         return f"Checkpoint(path={self.path!r})"
 
 

@@ -110,20 +110,50 @@ class RunConfig:
     failure_config: FailureConfig = field(default_factory=FailureConfig)
     verbose: int | None = None
     local_dir: str | None = None  # the Ray 2.0-2.6 name of storage_path
+    storage_filesystem: Any = None  # a pyarrow.fs.FileSystem (or fsspec) for storage_path
+    progress_reporter: Any = None  # a tune.ProgressReporter (default: CLIReporter)
+    sync_config: SyncConfig | None = None
 
     def __post_init__(self):
         if self.checkpoint_config is None:
             object.__setattr__(self, "checkpoint_config", CheckpointConfig())
         if self.failure_config is None:
             object.__setattr__(self, "failure_config", FailureConfig())
-        if self.storage_path and "://" in self.storage_path:
-            raise TuneError(
-                f"RunConfig(storage_path={self.storage_path!r}): only local paths (or a shared "
-                "mount) are supported; use upload_dir with tune.run() to sync to the cloud"
-            )
+        if self.sync_config is None:
+            object.__setattr__(self, "sync_config", SyncConfig())
+        if self.storage_path is not None:
+            object.__setattr__(self, "storage_path", os.fspath(self.storage_path))
 
     def experiment_root(self) -> str:
-        from ray.tune.trial import DEFAULT_RESULTS_DIR
+        """The local directory experiments go into (for a remote storage_path: the staging
+        directory, TUNE_RESULT_DIR or ~/ray_results)."""
+        from ray.tune.storage import is_uri
 
-        root = self.storage_path or self.local_dir or DEFAULT_RESULTS_DIR
+        root = self.storage_path or self.local_dir
+        if root is None or is_uri(root) or self.storage_filesystem is not None:
+            root = os.environ.get("TUNE_RESULT_DIR") or "~/ray_results"
         return os.path.abspath(os.path.expanduser(root))
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    """How often the experiment is uploaded to a remote `storage_path`.
+
+    `sync_period`: at most one upload per this many seconds while the experiment state
+    changes (and always at the end). `sync_on_checkpoint`: also upload as soon as a trial
+    registers a new checkpoint (so a restore loses no checkpointed work). Uploads are
+    incremental (changed files only; the experiment state last).
+    """
+
+    sync_period: float = 300.0
+    sync_artifacts: bool = False
+    sync_on_checkpoint: bool = True
+
+    def __post_init__(self):
+        if self.sync_period < 0:
+            raise TuneError(f"SyncConfig(sync_period={self.sync_period}): must be >= 0 seconds")
+        if self.sync_artifacts:
+            raise TuneError(
+                "SyncConfig(sync_artifacts=True) is not supported: trials write their files into "
+                "the trial directory, which is uploaded with the experiment"
+            )

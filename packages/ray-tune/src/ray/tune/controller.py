@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ray.tune import result as R
+from ray.tune.error import TuneError
 from ray.tune.resources import Resources
 from ray.tune.schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
 from ray.tune.suggest.search import SearchAlgorithm
@@ -148,6 +149,8 @@ class TrialController:
         self._pending_actions: list[Action] = []
         self._context = _SchedulerContext(self)
         self._unchecked: list[Trial] = []  # added trials not yet checked against the cluster
+        self._paused: set[str] = set()  # paused by the scheduler; the searcher was told
+        self._clone_waiting: dict[str, list[Trial]] = {}  # source id -> paused trials cloning it
         self.version = 0  # bumped on every status change (the shell persists on change)
 
     # -- queries ---------------------------------------------------------------
@@ -207,6 +210,8 @@ class TrialController:
                 trial.resources
             ):
                 break
+            if any(trial in waiting for waiting in self._clone_waiting.values()):
+                break  # its checkpoint is still being saved (by the action just returned)
             actions += self._start(trial)
         return actions
 
@@ -244,9 +249,12 @@ class TrialController:
                 actions.append(ExportTrial(trial, tuple(trial.export_formats)))
             actions += self._stop(trial, Trial.TERMINATED)
         elif decision == TrialScheduler.PAUSE:
+            self._paused.add(trial.trial_id)
+            self.search_alg.on_pause(trial.trial_id)
             if trial.should_checkpoint():
                 actions.append(SaveTrial(trial, Checkpoint.DISK))
-            actions.append(SaveTrial(trial, Checkpoint.MEMORY))
+            if not _saves_current_state(actions, trial):
+                actions.append(SaveTrial(trial, Checkpoint.MEMORY))
             actions += self._stop(trial, Trial.PAUSED)
         else:
             if trial.should_checkpoint():
@@ -262,8 +270,7 @@ class TrialController:
         actions: list[Action] = [StopTrial(trial, error=True)]
         if was_running:
             self.resources.release(trial.resources)
-        can_restore = trial.checkpoint_freq > 0 or trial.checkpoint is not None
-        if recoverable and can_restore and trial.should_recover():
+        if recoverable and trial.should_recover():
             self._set_status(trial, Trial.PENDING)
             return actions
         self.scheduler.on_trial_error(self._context, trial.view)
@@ -274,7 +281,12 @@ class TrialController:
     def on_checkpoint(self, trial: Trial, checkpoint: Checkpoint) -> list[Action]:
         """Records a saved checkpoint; returns deletions beyond `keep_checkpoints_num`."""
         trial.checkpoint = checkpoint
+        for target in self._clone_waiting.pop(trial.trial_id, []):
+            target.checkpoint = checkpoint  # synchronous PBT: a paused trial clones this one
         if checkpoint.storage != Checkpoint.DISK:
+            return []
+        if trial.disk_checkpoints and trial.disk_checkpoints[-1].value == checkpoint.value:
+            trial.disk_checkpoints[-1] = checkpoint  # the same directory saved again
             return []
         trial.disk_checkpoints.append(checkpoint)
         self.version += 1
@@ -315,6 +327,9 @@ class TrialController:
                 self._set_status(trial, Trial.ERROR)
 
     def _start(self, trial: Trial) -> list[Action]:
+        if trial.trial_id in self._paused:
+            self._paused.discard(trial.trial_id)
+            self.search_alg.on_unpause(trial.trial_id)
         self.resources.acquire(trial.resources)
         if trial.start_time is None:
             trial.start_time = self.clock()
@@ -370,19 +385,50 @@ class TrialController:
             self._pending_actions.append(SaveTrial(trial, Checkpoint.MEMORY))
 
     def _request_exploit(self, trial: Trial, source: Trial, config: dict, tag: str) -> bool:
+        """PBT: `trial` continues from `source`'s latest checkpoint with `config`.
+
+        A running trial is restored in place (RestoreTrial). A paused one (synchronous
+        PBT) takes the checkpoint as the one it starts from; if `source`'s checkpoint is
+        still being saved, the trial waits for it (see `on_checkpoint`)."""
         checkpoint = source.checkpoint
         pending_save = any(
             isinstance(a, SaveTrial) and a.trial is source for a in self._pending_actions
         )
         if checkpoint is None and not pending_save:
             return False
-        if trial.status != Trial.RUNNING:
+        if trial.status == Trial.RUNNING:
+            self._pending_actions.append(RestoreTrial(trial, source, config))
+        elif trial.status == Trial.PAUSED:
+            if pending_save:
+                self._clone_waiting.setdefault(source.trial_id, []).append(trial)
+            else:
+                trial.checkpoint = checkpoint
+        else:
             return False
-        self._pending_actions.append(RestoreTrial(trial, source, config))
         trial.config = config
         trial.experiment_tag = tag
         self.version += 1
         return True
+
+    def _request_config(self, trial: Trial, config: dict) -> None:
+        if trial.status not in (Trial.PENDING, Trial.PAUSED):
+            raise TuneError(f"the config of {trial} can change only before it runs ({trial.status})")
+        trial.config = config
+        self.version += 1
+
+
+def _saves_current_state(actions: list[Action], trial: Trial) -> bool:
+    """Whether `actions` already end, for `trial`, with a save of its state in memory
+    (a scheduler asked for one): pausing then needs no second save."""
+    for action in reversed(actions):
+        if action.trial is not trial:
+            continue
+        if isinstance(action, SaveTrial):
+            if action.storage == Checkpoint.MEMORY:
+                return True
+            continue
+        return False
+    return False
 
 
 class _SchedulerContext:
@@ -390,9 +436,13 @@ class _SchedulerContext:
 
     def __init__(self, controller: TrialController):
         self._controller = controller
+        self._views: list[TrialView] = []
 
     def get_trials(self) -> list[TrialView]:
-        return [t.view for t in self._controller.trials]
+        trials = self._controller.trials
+        if len(self._views) != len(trials):  # trials are only ever appended
+            self._views = [t.view for t in trials]
+        return list(self._views)
 
     def has_resources(self, resources: Resources) -> bool:
         return self._controller.resources.fits(resources)
@@ -405,6 +455,10 @@ class _SchedulerContext:
 
     def checkpoint_trial(self, trial) -> None:
         self._controller._request_checkpoint(self._controller._trial_of(trial))
+
+    def set_config(self, trial, config: dict) -> None:
+        """Replaces the config of a trial that has not run yet (PB2 fills missing values)."""
+        self._controller._request_config(self._controller._trial_of(trial), config)
 
     def exploit_trial(self, trial, source, new_config: dict, new_tag: str) -> bool:
         c = self._controller

@@ -39,7 +39,7 @@ class Experiment:
         keep_checkpoints_num: int | None = None,
         checkpoint_score_attr: str | None = None,
         export_formats: list | None = None,
-        max_failures: int = 3,
+        max_failures: int | None = None,  # None: 3 retries, for trials that checkpoint
         restore: str | None = None,
         repeat: int | None = None,
         trial_resources: dict | None = None,
@@ -57,6 +57,13 @@ class Experiment:
             raise TuneError(f"num_samples must be >= 1, got {num_samples}")
         if stop is not None and not (isinstance(stop, dict) or callable(stop)):
             raise TuneError(f"stop must be a dict or a callable(trial_id, result), got {stop!r}")
+        if max_failures is not None and (
+            isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < -1
+        ):
+            raise TuneError(
+                f"max_failures must be an int >= 0 (retries per trial) or -1 (retry forever), "
+                f"got {max_failures!r}"
+            )
         if checkpoint_freq < 0:
             raise TuneError(f"checkpoint_freq must be >= 0, got {checkpoint_freq}")
         self.name = name

@@ -36,17 +36,18 @@ class ExperimentStateWriter:
         self._last_write = -float("inf")
         self._last_version = -1
 
-    def maybe_write(self, trials: list[Trial], search_alg: Any, version: int, *, force: bool = False) -> bool:
+    def maybe_write(self, trials: list[Trial], search_alg: Any, version: int,
+                    runner_data: dict | None = None, *, force: bool = False) -> bool:
         now = time.monotonic()
         if not force and (version == self._last_version or now - self._last_write < self.min_interval_s):
             return False
-        write_state(self.path, trials, search_alg)
+        write_state(self.path, trials, search_alg, runner_data)
         self._last_write = now
         self._last_version = version
         return True
 
 
-def write_state(path: str, trials: list[Trial], search_alg: Any) -> None:
+def write_state(path: str, trials: list[Trial], search_alg: Any, runner_data: dict | None = None) -> None:
     searcher_state = None
     if search_alg is not None:
         try:
@@ -55,9 +56,14 @@ def write_state(path: str, trials: list[Trial], search_alg: Any) -> None:
             searcher_state = base64.b64encode(cloudpickle.dumps(search_alg.save_state())).decode()
         except Exception:  # noqa: BLE001 - an unpicklable searcher is simply not restored
             searcher_state = None
+    runner = {"timestamp": time.time(), "searcher_state": searcher_state}
+    for key, value in (runner_data or {}).items():
+        if key == "callback_states":
+            value = _encode_callback_states(value)
+        runner[key] = value
     data = {
         "checkpoints": [t.cached_json() for t in trials],
-        "runner_data": {"timestamp": time.time(), "searcher_state": searcher_state},
+        "runner_data": runner,
         "stats": {"num_trials": len(trials)},
     }
     directory = os.path.dirname(path)
@@ -98,3 +104,46 @@ def load_searcher_state(data: dict) -> Any:
     import cloudpickle
 
     return cloudpickle.loads(base64.b64decode(encoded))
+
+
+def _encode_callback_states(states: dict) -> str | None:
+    if not states:
+        return None
+    import cloudpickle
+
+    try:
+        return base64.b64encode(cloudpickle.dumps(states)).decode()
+    except Exception:  # noqa: BLE001 - a callback whose state cannot pickle is not restored
+        return None
+
+
+def load_callback_state(data: dict) -> dict | None:
+    encoded = data.get("runner_data", {}).get("callback_states")
+    if not encoded:
+        return None
+    import cloudpickle
+
+    return cloudpickle.loads(base64.b64decode(encoded))
+
+
+def rebase_paths(records: list[dict], old_dir: str, new_dir: str) -> list[dict]:
+    """Trial records with every path under `old_dir` moved under `new_dir`."""
+    old = os.path.abspath(old_dir).rstrip(os.sep)
+    new = os.path.abspath(new_dir).rstrip(os.sep)
+
+    def move(value):
+        if isinstance(value, str) and (value == old or value.startswith(old + os.sep)):
+            return new + value[len(old):]
+        return value
+
+    out = []
+    for record in records:
+        record = dict(record)
+        for key in ("logdir", "local_dir", "restore_path"):
+            record[key] = move(record.get(key))
+        if record.get("checkpoint"):
+            record["checkpoint"] = {**record["checkpoint"], "value": move(record["checkpoint"]["value"])}
+        record["disk_checkpoints"] = [{**c, "value": move(c["value"])}
+                                      for c in record.get("disk_checkpoints", [])]
+        out.append(record)
+    return out

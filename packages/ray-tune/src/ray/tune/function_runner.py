@@ -207,7 +207,9 @@ class FunctionRunner(Trainable):
         if item.error is not None:
             raise TuneError(f"the trainable function raised:\n{item.traceback}") from item.error
         # The repeated last result must not count its per-iteration increments twice.
-        per_iter = (R.TIMESTEPS_THIS_ITER, R.EPISODES_THIS_ITER, R.TIME_THIS_ITER_S)
+        # Nor register the last checkpoint a second time.
+        per_iter = (R.TIMESTEPS_THIS_ITER, R.EPISODES_THIS_ITER, R.TIME_THIS_ITER_S,
+                    CHECKPOINT_DIR_NAME)
         final = {k: v for k, v in self._last_metrics.items() if k not in per_iter}
         if isinstance(item.value, dict):
             final.update(item.value)
@@ -291,3 +293,8 @@ def report(*args: dict, **metrics: Any) -> None:
 def current_runner() -> FunctionRunner | None:
     """The FunctionRunner whose function runs in this thread (None outside a trial)."""
     return getattr(_thread_state, "runner", None) or _current_runner
+
+
+def current_reporter() -> StatusReporter | None:
+    """The reporter of the function running in this thread (None outside a trial)."""
+    return getattr(_thread_state, "reporter", None) or _current_reporter

@@ -12,21 +12,10 @@ import os
 import traceback
 
 from ray.tune import controller as C
+from ray.tune.logger import TrialLogdirCreator
 from ray.tune.registry import get_trainable_cls
 from ray.tune.trainable import Trainable
 from ray.tune.trial import Checkpoint, Trial
-
-
-class _LogdirCreator:
-    def __init__(self, logdir: str, trial_id: str | None = None, trial_name: str | None = None):
-        self.logdir = logdir
-        self.trial_id = trial_id
-        self.trial_name = trial_name
-
-    def __call__(self, config):
-        from ray.tune.logger import NoopLogger
-
-        return NoopLogger(config, self.logdir)
 
 
 class LocalTrialExecutor:
@@ -100,7 +89,7 @@ class LocalTrialExecutor:
         if trainable is None:
             os.makedirs(trial.logdir, exist_ok=True)
             cls = get_trainable_cls(trial.trainable_name)
-            creator = _LogdirCreator(trial.logdir, trial.trial_id, str(trial))
+            creator = TrialLogdirCreator(trial.logdir, trial.trial_id, str(trial))
             trainable = cls(trial.config, logger_creator=creator)
             self.started += 1
         self._trainables[trial.trial_id] = trainable

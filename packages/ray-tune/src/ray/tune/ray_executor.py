@@ -18,25 +18,14 @@ from typing import Any
 
 import ray
 from ray.tune import controller as C
+from ray.tune.error import TuneError
 from ray.tune.function_runner import FunctionRunner
-from ray.tune.logger import NoopLogger
+from ray.tune.logger import TrialLogdirCreator
 from ray.tune.registry import get_trainable_cls
 from ray.tune.trainable import Trainable
 from ray.tune.trial import Checkpoint, Trial
 
 logger = logging.getLogger(__name__)
-
-
-class _LogdirCreator:
-    """Picklable logger_creator: the actor's Trainable writes checkpoints into the trial logdir."""
-
-    def __init__(self, logdir: str, trial_id: str | None = None, trial_name: str | None = None):
-        self.logdir = logdir
-        self.trial_id = trial_id  # read by Trainable (and ray.train.get_context())
-        self.trial_name = trial_name
-
-    def __call__(self, config: dict) -> NoopLogger:
-        return NoopLogger(config, self.logdir)
 
 
 _actor_classes: dict[type, Any] = {}
@@ -60,6 +49,18 @@ def _remote_class(cls: type) -> Any:
 
 def _can_reset(cls: type) -> bool:
     return cls.reset_config is not Trainable.reset_config
+
+
+def _reuses_only_to_restore(cls: type) -> bool:
+    """A class written against the 0.7 API (`_train`, no `step`) is reused as in Ray 0.7:
+    only by a trial that restores a checkpoint (a paused trial resuming). Ray 0.7 started
+    every fresh trial in a fresh actor, so a 0.7 `reset_config` may keep per-run state
+    that only a restore overwrites. Ray 2.x classes (`step`) and functions are reused
+    for any trial."""
+    if issubclass(cls, FunctionRunner):
+        return False
+    defines = [vars(klass) for klass in cls.__mro__ if klass is not Trainable]
+    return any("_train" in d for d in defines) and not any("step" in d for d in defines)
 
 
 class RayTrialExecutor:
@@ -130,14 +131,23 @@ class RayTrialExecutor:
         cls = get_trainable_cls(trial.trainable_name)
         key = (trial.trainable_name, trial.resources.key())
         actor = None
+        if self._cached.get(key) and checkpoint is None and _reuses_only_to_restore(cls):
+            # Not reusable for a fresh trial: idle actors would only hold its resources.
+            for idle in self._cached.pop(key):
+                self._terminate(idle, error=False)
         if self.reuse_actors and self._cached.get(key):
             actor = self._cached[key].pop()
             reset = actor.reset_trial.remote(trial.config, trial.logdir, trial.trial_id, str(trial))
             # Function trainables always reset: no need to wait for the answer (the
-            # actor runs calls in order). Other classes may refuse: ask first.
+            # actor runs calls in order). Other classes may refuse: an error of the
+            # trial, as in Ray (0.7 and 2.x).
             if not issubclass(cls, FunctionRunner) and not ray.get(reset):
-                ray.kill(actor)
-                actor = None
+                self._terminate(actor, error=True)
+                raise TuneError(
+                    f"{cls.__name__}.reset_config() returned False: reusing actors "
+                    "(reuse_actors=True) needs reset_config() to apply the new config and "
+                    "return True; implement it or pass reuse_actors=False"
+                )
         if actor is None:
             os.makedirs(trial.logdir, exist_ok=True)
             r = trial.resources
@@ -154,7 +164,7 @@ class RayTrialExecutor:
                     pg, 0, placement_group_capture_child_tasks=True)
             actor = _remote_class(cls).options(**options).remote(
                 trial.config,
-                logger_creator=_LogdirCreator(trial.logdir, trial.trial_id, str(trial)),
+                logger_creator=TrialLogdirCreator(trial.logdir, trial.trial_id, str(trial)),
                 hide_gpus=r.gpu == 0,
             )
             if pg is not None:

@@ -49,6 +49,13 @@ def register_env(name: str, env_creator: Callable[[dict], Any]) -> None:
     _register(ENV_CREATOR, name, env_creator)
 
 
+def register(category: str, name: str, value: Any) -> None:
+    """Registers ``value`` under ``(category, name)`` for every process of the cluster
+    (RLlib's ModelCatalog keeps custom models, preprocessors and action distributions in
+    the RLLIB_* categories, as Ray's does)."""
+    _register(category, name, value)
+
+
 def register_lazy(category: str, name: str, loader: Callable[[], Any]) -> None:
     """Registers a loader called on first use (keeps imports of big libraries lazy)."""
     _loaders[(category, name)] = loader
@@ -78,10 +85,10 @@ def _publish_all() -> None:
 
     if not ray.is_initialized():
         return
-    from ray._private import runtime as _rt
-
-    current = _rt.maybe_current()
-    if _published_to[0] is not current:
+    # A new ray.init() (a new cluster, or a new driver) has a KV of its own.
+    context = ray.get_runtime_context()
+    current = (context.get_node_id(), context.get_job_id())
+    if _published_to[0] != current:
         _published.clear()
         _published_to[0] = current
     import cloudpickle

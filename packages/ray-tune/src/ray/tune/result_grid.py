@@ -35,18 +35,38 @@ class Result:
     best_checkpoints: list[tuple[Checkpoint, dict]] = field(default_factory=list)
     filesystem: Any = None
 
+    _local_path: str | None = None  # where the driver wrote it (remote storage: the staging copy)
+
     @property
     def metrics_dataframe(self):
         """Every reported result of the trial (its `progress.csv`), or None if it reported none."""
         import pandas as pd
 
-        csv = os.path.join(self.path, "progress.csv")
+        csv = os.path.join(self._local_path or self.path, "progress.csv")
         if not os.path.exists(csv) or os.path.getsize(csv) == 0:
             return None
         return pd.read_csv(csv)
 
     @classmethod
-    def from_trial(cls, trial: Trial) -> Result:
+    def from_trial(cls, trial: Trial, storage: Any = None) -> Result:
+        result = cls._from_local_trial(trial)
+        if storage is None or not storage.is_remote:
+            return result
+        # Remote storage: paths and checkpoints name the uploaded copies.
+        def remote(checkpoint):
+            if checkpoint is None:
+                return None
+            return Checkpoint(storage.remote_path_of(checkpoint.path), filesystem=storage.fs)
+
+        result._local_path = result.path
+        result.path = storage.remote_path_of(result.path)
+        result.filesystem = storage.fs
+        result.checkpoint = remote(result.checkpoint)
+        result.best_checkpoints = [(remote(c), m) for c, m in result.best_checkpoints]
+        return result
+
+    @classmethod
+    def _from_local_trial(cls, trial: Trial) -> Result:
         history = _read_results(trial.logdir)
         reported = [
             (Checkpoint(os.path.join(trial.logdir, r[CHECKPOINT_DIR_NAME])), r)
@@ -86,8 +106,12 @@ class ResultGrid:
         self._mode = mode
 
     @classmethod
-    def from_trials(cls, trials: list[Trial], experiment_path: str, metric=None, mode=None):
-        return cls([Result.from_trial(t) for t in trials], experiment_path, metric, mode)
+    def from_trials(cls, trials: list[Trial], experiment_path: str, metric=None, mode=None,
+                    storage: Any = None):
+        grid = cls([Result.from_trial(t, storage) for t in trials], experiment_path, metric, mode)
+        if storage is not None and storage.is_remote:
+            grid.filesystem = storage.fs
+        return grid
 
     def __len__(self) -> int:
         return len(self._results)

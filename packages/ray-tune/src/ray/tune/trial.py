@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ class Trial:
         max_failures: int = 0,
         evaluated_params: dict | None = None,
         experiment_name: str | None = None,
+        restart_without_checkpoint: bool = False,
     ):
         self.trainable_name = trainable_name
         self.config = config or {}
@@ -86,6 +88,10 @@ class Trial:
         self.loggers = loggers
         self.sync_to_driver_fn = sync_to_driver_fn
         self.max_failures = max_failures
+        # Ray 2.x retries a failed trial from scratch when it has no checkpoint; Ray 0.7
+        # only retried trials that checkpoint (`tune.run` sets this when `max_failures`
+        # is given explicitly, as 2.x code does).
+        self.restart_without_checkpoint = restart_without_checkpoint
         self.evaluated_params = evaluated_params or {}
         self.experiment_name = experiment_name
 
@@ -107,6 +113,18 @@ class Trial:
         self._view: TrialView | None = None
 
     # -- naming ---------------------------------------------------------------
+    @staticmethod
+    def generate_id() -> str:
+        """A new trial id: 8 hex digits."""
+        return uuid.uuid1().hex[:8]
+
+    @staticmethod
+    def create_logdir(identifier: str, local_dir: str) -> str:
+        """A new, unique directory `<identifier>_<date>...` in `local_dir` (Ray 0.7)."""
+        os.makedirs(os.path.expanduser(local_dir), exist_ok=True)
+        prefix = f"{identifier[:_MAX_NAME_LEN]}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+        return tempfile.mkdtemp(prefix=prefix, dir=os.path.expanduser(local_dir))
+
     def __str__(self) -> str:
         if self.trial_name_creator is not None:
             return str(self.trial_name_creator(self))
@@ -119,8 +137,8 @@ class Trial:
         return f"Trial({self.trial_id}, {self!s}, {self.status})"
 
     def default_logdir(self) -> str:
-        base = os.path.join(self.local_dir, self.experiment_name or "")
-        return os.path.join(base, f"{str(self)[:_MAX_NAME_LEN]}_{self.trial_id}")
+        # `local_dir` is the experiment's directory (Ray 0.7: `local_dir/name`).
+        return os.path.join(self.local_dir, f"{str(self)[:_MAX_NAME_LEN]}_{self.trial_id}")
 
     @property
     def view(self) -> TrialView:
@@ -136,8 +154,14 @@ class Trial:
         return self.checkpoint is not None
 
     def should_recover(self) -> bool:
-        """A failed trial is retried while it has failures left (-1: forever)."""
-        return self.max_failures < 0 or self.num_failures < self.max_failures
+        """Whether a trial that just failed is retried: `num_failures` counts this failure,
+        so `max_failures=N` retries N times and the N+1-th failure is final (Ray 0.7 and
+        2.x alike); -1 retries forever. A trial is retried from its latest checkpoint, or
+        from the start when it has none and `restart_without_checkpoint` is set."""
+        if not (self.max_failures < 0 or self.num_failures <= self.max_failures):
+            return False
+        checkpoints = self.checkpoint_freq > 0 or self.checkpoint is not None
+        return checkpoints or self.restart_without_checkpoint
 
     def should_checkpoint(self) -> bool:
         result = self.last_result
@@ -195,6 +219,7 @@ class Trial:
             "export_formats": list(self.export_formats),
             "restore_path": self.restore_path,
             "max_failures": self.max_failures,
+            "restart_without_checkpoint": self.restart_without_checkpoint,
             "status": self.status,
             "num_failures": self.num_failures,
             "error_msg": self.error_msg,
@@ -239,6 +264,7 @@ class Trial:
             max_failures=data["max_failures"],
             evaluated_params=pickled["evaluated_params"],
             experiment_name=data["experiment_name"],
+            restart_without_checkpoint=data.get("restart_without_checkpoint", False),
         )
         trial.status = data["status"]
         trial.num_failures = data["num_failures"]
@@ -272,6 +298,27 @@ class TrialView:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._trial, name)
+
+    # What schedulers read on every decision: plain properties, not `__getattr__`.
+    @property
+    def status(self) -> str:
+        return self._trial.status
+
+    @property
+    def trial_id(self) -> str:
+        return self._trial.trial_id
+
+    @property
+    def resources(self) -> Resources:
+        return self._trial.resources
+
+    @property
+    def config(self) -> dict:
+        return self._trial.config
+
+    @property
+    def last_result(self) -> dict:
+        return self._trial.last_result
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(

@@ -21,11 +21,11 @@ from ray.tune.callback import CallbackList
 from ray.tune.error import TuneError
 from ray.tune.experiment import Experiment, convert_to_experiment_list
 from ray.tune.function_runner import CHECKPOINT_DIR_NAME
-from ray.tune.logger import UnifiedLogger
-from ray.tune.progress_reporter import ProgressReporter, status_string
+from ray.tune.progress_reporter import ProgressReporter, detect_reporter, trial_progress_str
 from ray.tune.ray_executor import RayTrialExecutor
 from ray.tune.schedulers import FIFOScheduler
 from ray.tune.suggest.basic_variant import BasicVariantGenerator
+from ray.tune.suggest.concurrency_limiter import ConcurrencyLimiter
 from ray.tune.suggest.suggestion import SuggestionAlgorithm
 from ray.tune.syncer import Syncer
 from ray.tune.trial import Checkpoint as TrialCheckpoint
@@ -33,8 +33,9 @@ from ray.tune.trial import Trial
 
 logger = logging.getLogger(__name__)
 
-_RUN_ONLY_KWARGS = ("metric", "mode", "storage_path", "max_concurrent_trials", "sync_to_cloud",
-                    "sync_to_driver", "callbacks")
+_RUN_ONLY_KWARGS = ("metric", "mode", "storage_path", "storage_filesystem", "max_concurrent_trials",
+                    "sync_to_cloud", "sync_to_driver", "callbacks", "global_checkpoint_period",
+                    "progress_reporter", "sync_config")
 
 
 class ExperimentResults(list):
@@ -49,9 +50,19 @@ class ExperimentResults(list):
 
     @property
     def analysis(self):
-        from ray.tune.analysis import ExperimentAnalysis
+        """The `ExperimentAnalysis` of the experiment (Ray 0.7's `tune.run` returned it)."""
+        cached = self.__dict__.get("_analysis")
+        if cached is None:
+            from ray.tune.analysis import ExperimentAnalysis
 
-        return ExperimentAnalysis(self._dirs[0], trials=self.trials)
+            cached = self.__dict__["_analysis"] = ExperimentAnalysis(self._dirs[0], trials=self.trials)
+        return cached
+
+    def __getattr__(self, name: str):
+        # Everything else an ExperimentAnalysis offers (stats(), trial_dataframes, ...).
+        if name.startswith("__") or name in ("_dirs", "trials", "_analysis"):
+            raise AttributeError(name)
+        return getattr(self.analysis, name)
 
     def dataframe(self, *args, **kwargs):
         return self.analysis.dataframe(*args, **kwargs)
@@ -103,7 +114,7 @@ def run(
     keep_checkpoints_num: int | None = None,
     checkpoint_score_attr: str | None = None,
     export_formats: list | None = None,
-    max_failures: int = 3,
+    max_failures: int | None = None,
     restore: str | None = None,
     search_alg: Any = None,
     scheduler: Any = None,
@@ -119,14 +130,30 @@ def run(
     ray_auto_init: bool = True,
     **kwargs: Any,
 ):
-    """Executes training; returns the list of Trials (with ExperimentAnalysis helpers)."""
+    """Executes training; returns the list of Trials (with ExperimentAnalysis helpers).
+
+    `max_failures=N` retries a failed trial N times (-1: forever) from its latest
+    checkpoint, or from the start if it has none (Ray 2.x). Not given, trials that
+    checkpoint are retried 3 times and others not at all (Ray 0.7's default).
+    """
     for key in kwargs:
         if key not in _RUN_ONLY_KWARGS:
             known = list(run.__code__.co_varnames[: run.__code__.co_argcount]) + list(_RUN_ONLY_KWARGS)
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TuneError(f"tune.run() got an unexpected argument {key!r}{hint}")
-    local_dir = kwargs.get("storage_path") or local_dir
+    storage = None
+    if kwargs.get("storage_path") is not None or kwargs.get("storage_filesystem") is not None:
+        from ray.tune.storage import ExperimentStorage
+
+        if isinstance(run_or_experiment, Experiment):
+            raise TuneError("tune.run(storage_path=...) takes a trainable, not an Experiment; "
+                            "give the Experiment local_dir= instead")
+        storage = ExperimentStorage.create(
+            kwargs.get("storage_path"), name or _default_name(run_or_experiment),
+            storage_filesystem=kwargs.get("storage_filesystem"), staging_root=local_dir,
+        )
+        local_dir = os.path.dirname(storage.local_dir)
     if resources_per_trial is None:  # tune.with_resources(...)
         resources_per_trial = getattr(run_or_experiment, "_tune_resources", None)
     sync_function = sync_function or kwargs.get("sync_to_cloud")
@@ -171,6 +198,10 @@ def run(
         mode=kwargs.get("mode"),
         max_concurrent_trials=kwargs.get("max_concurrent_trials"),
         callbacks=kwargs.get("callbacks"),
+        progress_reporter=kwargs.get("progress_reporter"),
+        global_checkpoint_period=kwargs.get("global_checkpoint_period"),
+        storage=storage,
+        sync_config=kwargs.get("sync_config"),
     )
 
 
@@ -230,7 +261,16 @@ def _run_experiments(
     mode=None,
     max_concurrent_trials=None,
     callbacks=None,
+    progress_reporter=None,
+    global_checkpoint_period=None,
+    storage=None,
+    sync_config=None,
 ):
+    if progress_reporter is not None and not isinstance(progress_reporter, ProgressReporter):
+        raise TuneError(
+            f"progress_reporter must be a ray.tune.ProgressReporter (e.g. CLIReporter), got "
+            f"{type(progress_reporter).__name__}"
+        )
     if ray_auto_init and trial_executor is None and not ray.is_initialized():
         logger.info("Initializing Ray automatically: call ray.init() first to configure it")
         ray.init()
@@ -244,8 +284,16 @@ def _run_experiments(
     if hasattr(search_alg, "set_search_properties"):
         # Ray 2.x searchers also take the search space (a searcher built without one).
         search_alg.set_search_properties(metric, mode, config=experiments[0].spec.get("config"))
-    if max_concurrent_trials is not None and isinstance(search_alg, SuggestionAlgorithm):
-        search_alg._max_concurrent = max_concurrent_trials
+    if max_concurrent_trials is not None and isinstance(search_alg, ConcurrencyLimiter):
+        if search_alg.max_concurrent != max_concurrent_trials:
+            raise TuneError(
+                f"max_concurrent_trials={max_concurrent_trials} but the search_alg is a "
+                f"ConcurrencyLimiter with max_concurrent={search_alg.max_concurrent}: "
+                "leave max_concurrent_trials out (None) or make the two agree"
+            )
+    elif max_concurrent_trials is not None and isinstance(search_alg, SuggestionAlgorithm):
+        if not search_alg.set_max_concurrency(max_concurrent_trials):
+            search_alg._max_concurrent = max_concurrent_trials
 
     checkpoint_dir = experiments[0].checkpoint_dir
     executor = trial_executor or RayTrialExecutor(reuse_actors=reuse_actors)
@@ -260,14 +308,17 @@ def _run_experiments(
             controller.resources.cpu,
             max_concurrent_trials * max(1e-9, _cpu_per_trial(experiments)),
         )
-    resumed = _maybe_resume(resume, checkpoint_dir, controller, search_alg, experiments)
+    shell = _Shell(
+        controller, executor, experiments, verbose=verbose, metric=metric, mode=mode,
+        checkpoint_dir=checkpoint_dir, callbacks=callbacks, reporter=progress_reporter,
+        checkpoint_period_s=_checkpoint_period(global_checkpoint_period), storage=storage,
+        sync_config=sync_config,
+    )
+    resumed = _maybe_resume(resume, checkpoint_dir, controller, search_alg, experiments,
+                            shell.callbacks)
     if not resumed:
         search_alg.add_configurations(experiments)
 
-    shell = _Shell(
-        controller, executor, experiments, verbose=verbose, metric=metric, mode=mode,
-        checkpoint_dir=checkpoint_dir, callbacks=callbacks,
-    )
     server = None
     if with_server:
         from ray.tune.web_server import TuneServer
@@ -315,7 +366,26 @@ def _resource_pool(cluster: dict) -> C.ResourcePool:
     return C.ResourcePool(cpu=cluster.get("CPU", 0), gpu=cluster.get("GPU", 0), custom=custom)
 
 
-def _maybe_resume(resume, checkpoint_dir, controller, search_alg, experiments) -> bool:
+def _grid_size(config: dict) -> int:
+    from ray.tune.suggest.variant_generator import grid_search_axes
+
+    size = 1
+    for _, values in grid_search_axes(config):
+        size *= len(values)
+    return size
+
+
+def _checkpoint_period(period: float | None) -> float:
+    """Seconds between experiment-state writes: `global_checkpoint_period` (Ray 0.7),
+    else TUNE_GLOBAL_CHECKPOINT_S (Ray 2.x), else 0.5 (the write is cheap here)."""
+    if period is None:
+        period = float(os.environ.get("TUNE_GLOBAL_CHECKPOINT_S", 0.5))
+    if period < 0:
+        raise TuneError(f"global_checkpoint_period must be >= 0 seconds, got {period}")
+    return float(period)
+
+
+def _maybe_resume(resume, checkpoint_dir, controller, search_alg, experiments, callbacks) -> bool:
     if not resume:
         return False
     state_file = ES.find_state_file(checkpoint_dir)
@@ -327,13 +397,21 @@ def _maybe_resume(resume, checkpoint_dir, controller, search_alg, experiments) -
         if answer not in ("", "y", "yes"):
             return False
     data = ES.load_state(checkpoint_dir)
-    trials = [Trial.from_json(t) for t in data["checkpoints"]]
+    written_in = data.get("runner_data", {}).get("experiment_dir")
+    records = data["checkpoints"]
+    if written_in and os.path.abspath(written_in) != os.path.abspath(checkpoint_dir):
+        # Downloaded from remote storage, or the directory was moved: rebase its paths.
+        records = ES.rebase_paths(records, written_in, checkpoint_dir)
+    trials = [Trial.from_json(t) for t in records]
     for trial in trials:
         _resume_status(trial, resume if isinstance(resume, str) else "")
         controller.add_trial(trial)
     searcher_state = ES.load_searcher_state(data)
     if searcher_state is not None:
         search_alg.restore_state(searcher_state)
+    callback_states = ES.load_callback_state(data)
+    if callback_states:
+        callbacks.set_state(callback_states)
     if not search_alg.is_finished():
         remaining = []
         for experiment in experiments:
@@ -367,12 +445,15 @@ def _resume_status(trial: Trial, mode: str) -> None:
 
 
 class _Shell:
-    """Runs the controller with the executor, loggers, progress table and state file."""
+    """Runs the controller with the executor, callbacks (loggers), reporter and state file."""
 
     def __init__(
         self, controller, executor, experiments, *, verbose, metric, mode, checkpoint_dir,
-        callbacks=None,
+        callbacks=None, reporter=None, checkpoint_period_s=0.5, storage=None, sync_config=None,
     ):
+        from ray.tune.logger import default_logger_callbacks
+        from ray.tune.storage import PeriodicSync
+
         self.controller = controller
         self.executor = executor
         self.experiments = experiments
@@ -380,10 +461,17 @@ class _Shell:
         self.metric = metric
         self.mode = mode or "max"
         self.checkpoint_dir = checkpoint_dir
-        self.callbacks = CallbackList(callbacks, controller.get_trials)
-        self.reporter = ProgressReporter(verbose)
-        self.state = ES.ExperimentStateWriter(checkpoint_dir)
-        self._loggers: dict[str, UnifiedLogger] = {}
+        self.callbacks = CallbackList(default_logger_callbacks(callbacks or []), controller.get_trials)
+        if reporter is None and verbose >= 1:
+            reporter = detect_reporter(metric=metric, mode=mode)
+        self.reporter = reporter if verbose >= 1 else None
+        self.state = ES.ExperimentStateWriter(checkpoint_dir, min_interval_s=checkpoint_period_s)
+        self.storage = storage
+        from ray.tune.config import SyncConfig
+
+        self.sync_config = sync_config or SyncConfig()
+        self._sync = PeriodicSync(storage, self.sync_config.sync_period) if storage else None
+        self._new_checkpoint = False  # registered since the last upload
         self._requests: queue.Queue = queue.Queue()
         self._syncers = [
             Syncer(e.checkpoint_dir, os.path.join(e.spec["upload_dir"], e.name), e.spec["sync_function"])
@@ -394,67 +482,110 @@ class _Shell:
     # -- the loop ----------------------------------------------------------------
     def run(self, server=None) -> None:
         c = self.controller
-        self.callbacks.call("setup", num_samples=sum(e.spec["num_samples"] for e in self.experiments))
+        num_samples = sum(e.spec["num_samples"] for e in self.experiments)
+        total = sum(e.spec["num_samples"] * _grid_size(e.spec.get("config") or {})
+                    for e in self.experiments)
+        stop = self.experiments[0].spec.get("stop") if len(self.experiments) == 1 else None
+        self.callbacks.call("setup", stop=stop, num_samples=num_samples, total_num_samples=total)
+        if self.reporter is not None:
+            self.reporter.setup(start_time=time.time(), metric=self.metric,
+                                mode=self.mode if self.metric else None)
+        finished = False
         try:
+            self.callbacks.step_begin()
             self._do(c.step())
             while not c.is_finished():
+                self.callbacks.step_end()
+                self.callbacks.step_begin()
                 if server is not None:
                     self._serve_requests()
                 event = self.executor.next_event(timeout_s=0.1 if server is not None else 5.0)
                 if event is not None:
                     trial, result, error = event
                     if error is None:
-                        self._log_result(trial, result)
                         actions = self._on_reported_checkpoint(trial, result)
                         actions += c.on_result(trial, result)
-                        self.reporter.on_result(trial, result)
-                        self.callbacks.call("on_trial_result", trial=trial, result=result)
+                        self.callbacks.call("on_trial_result", trial=trial, result=trial.last_result)
+                        if self.verbose >= 2 and self.reporter is not None:
+                            print(f"Result for {trial}: {trial_progress_str(trial)}")
                     else:
                         actions = c.on_error(trial, error)
                     self._do(actions)
                 self._do(c.step())
                 if not self.executor.has_in_flight() and not c.is_finished():
                     self._check_stuck()
-                self.reporter.report(time.monotonic(), self._status)
-                self.state.maybe_write(c.trials, c.search_alg, c.version)
+                self._report()
+                if self.state.maybe_write(c.trials, c.search_alg, c.version, self._runner_data()):
+                    if self._sync is not None:
+                        upload_now = self._new_checkpoint and self.sync_config.sync_on_checkpoint
+                        self._new_checkpoint = False
+                        self._sync.maybe_sync(force=upload_now)
                 for syncer in self._syncers:
                     syncer.maybe_sync()
+            self.callbacks.step_end()
+            finished = True
         finally:
             self.executor.shutdown()
-            for each in self._loggers.values():
-                each.close()
-            self._loggers.clear()
-            self.state.maybe_write(c.trials, c.search_alg, c.version, force=True)
-            self.reporter.report(time.monotonic(), self._status, force=True)
-            for syncer in self._syncers:
-                syncer.close()
-        self.callbacks.call("on_experiment_end")
+            self.state.maybe_write(c.trials, c.search_alg, c.version, self._runner_data(), force=True)
+            try:
+                self.callbacks.call("on_experiment_end")
+            finally:
+                self._report(done=True)
+                if self._sync is not None:
+                    # A failed final upload fails a finished run; after another error, that
+                    # error is the one raised (the upload failure is logged).
+                    self._sync.maybe_sync(force=True, raise_errors=finished)
+                for syncer in self._syncers:
+                    syncer.close()
+
+    def _runner_data(self) -> dict:
+        return {"experiment_dir": self.checkpoint_dir,
+                "callback_states": self.callbacks.get_state()}
+
+    def _report(self, done: bool = False) -> None:
+        reporter = self.reporter
+        if reporter is None:
+            return
+        trials = self.controller.trials
+        if reporter.should_report(trials, done=done):
+            reporter.report(trials, done, *self._sys_info())
 
     def _do(self, actions: list) -> None:
         queue = list(actions)
         while queue:
             action = queue.pop(0)
-            if isinstance(action, C.StartTrial):
-                self._ensure_logger(action.trial)
-            elif isinstance(action, C.RestoreTrial):
-                self._ensure_logger(action.trial).update_config(action.config)
             follow_ups = self.executor.execute(action, self.controller)
             queue[:0] = follow_ups
-            if self.callbacks:
-                self._callback_for(action)
-            if isinstance(action, C.StopTrial) and action.trial.is_finished():
-                log = self._loggers.pop(action.trial.trial_id, None)
-                if log is not None:
-                    log.close()
+            self._callback_for(action)
 
     def _callback_for(self, action) -> None:
         trial = action.trial
-        if isinstance(action, C.StartTrial) and trial.status == Trial.RUNNING:
-            self.callbacks.call("on_trial_start", trial=trial)
-        elif isinstance(action, C.StopTrial) and trial.status == Trial.TERMINATED:
-            self.callbacks.call("on_trial_complete", trial=trial)
-        elif isinstance(action, C.StopTrial) and trial.status == Trial.ERROR:
-            self.callbacks.call("on_trial_error", trial=trial)
+        cbs = self.callbacks
+        if isinstance(action, C.StartTrial):
+            if trial.status == Trial.RUNNING:
+                cbs.call("on_trial_start", trial=trial)
+                if action.checkpoint is not None:
+                    cbs.call("on_trial_restore", trial=trial)
+        elif isinstance(action, C.RestoreTrial):
+            cbs.call("on_trial_restore", trial=trial)
+        elif isinstance(action, C.SaveTrial):
+            if action.storage == TrialCheckpoint.DISK:
+                self._new_checkpoint = True
+            cbs.call("on_trial_save", trial=trial)
+            saved = trial.checkpoint
+            if (action.storage == TrialCheckpoint.DISK and cbs.uses("on_checkpoint")
+                    and saved is not None and isinstance(saved.value, str)):
+                from ray.tune.checkpoint import Checkpoint
+
+                path = saved.value if os.path.isdir(saved.value) else os.path.dirname(saved.value)
+                cbs.call("on_checkpoint", trial=trial, checkpoint=Checkpoint(path))
+        elif isinstance(action, C.StopTrial):
+            if trial.status == Trial.TERMINATED:
+                cbs.call("on_trial_complete", trial=trial)
+            elif trial.status == Trial.ERROR:
+                cbs.call("on_trial_error", trial=trial)
+            elif action.error and trial.status == Trial.PENDING:
+                cbs.call("on_trial_recover", trial=trial)
 
     def _on_reported_checkpoint(self, trial: Trial, result: dict) -> list:
         """A function trial's `train.report(..., checkpoint=...)`: now its checkpoint on disk."""
@@ -462,11 +593,13 @@ class _Shell:
         if not name:
             return []
         path = os.path.join(trial.logdir, name)
-        if self.callbacks:
+        self._new_checkpoint = True
+        actions = self.controller.on_checkpoint(trial, TrialCheckpoint(TrialCheckpoint.DISK, path, result))
+        if self.callbacks.uses("on_checkpoint"):
             from ray.tune.checkpoint import Checkpoint
 
             self.callbacks.call("on_checkpoint", trial=trial, checkpoint=Checkpoint(path))
-        return self.controller.on_checkpoint(trial, TrialCheckpoint(TrialCheckpoint.DISK, path, result))
+        return actions
 
     def _check_stuck(self) -> None:
         c = self.controller
@@ -486,27 +619,19 @@ class _Shell:
             "resources_per_trial against ray.cluster_resources()"
         )
 
-    def _ensure_logger(self, trial: Trial) -> UnifiedLogger:
-        log = self._loggers.get(trial.trial_id)
-        if log is None:
-            log = UnifiedLogger(trial.config, trial.logdir, loggers=trial.loggers)
-            self._loggers[trial.trial_id] = log
-        return log
-
-    def _log_result(self, trial: Trial, result: dict) -> None:
-        result["trial_id"] = trial.trial_id
-        self._ensure_logger(trial).on_result(result)
+    def _sys_info(self) -> tuple[str, ...]:
+        c = self.controller
+        where = self.storage.uri or self.storage.remote_dir if (
+            self.storage is not None and self.storage.is_remote) else self.checkpoint_dir
+        return (c.scheduler.debug_string(), f"Resources requested: {c.resources.summary()}",
+                f"Result logdir: {where}")
 
     def _status(self) -> str:
-        c = self.controller
-        return status_string(
-            c.trials,
-            scheduler_debug=c.scheduler.debug_string(),
-            resources_summary=c.resources.summary(),
-            logdir=self.checkpoint_dir,
-            best_metric=self.metric,
-            mode=self.mode,
-        )
+        """The status table as text (the web server's and CLI's view)."""
+        from ray.tune.progress_reporter import CLIReporter
+
+        reporter = CLIReporter(metric=self.metric, mode=self.mode if self.metric else None)
+        return reporter._progress_str(self.controller.trials, False, *self._sys_info())
 
     # -- client API (called from the server thread through a queue) ---------------
     def submit(self, request) -> None:

@@ -36,6 +36,7 @@ from ray.tune import experiment_state as ES
 from ray.tune.config import RunConfig, ScalingConfig, TuneConfig
 from ray.tune.error import TuneError
 from ray.tune.result_grid import ResultGrid
+from ray.tune.storage import is_uri, uri_split
 from ray.tune.trainable import Trainable
 
 _SETTINGS_FILE = "tuner.pkl"
@@ -66,7 +67,18 @@ class Tuner:
 
     @property
     def experiment_path(self) -> str:
-        return os.path.join(self._run_config.experiment_root(), self._name)
+        """Where the experiment is stored: a local directory, or the remote URI/path."""
+        storage = self._storage()
+        if storage.is_remote:
+            return storage.uri or storage.remote_dir
+        return storage.local_dir
+
+    def _storage(self):
+        from ray.tune.storage import ExperimentStorage
+
+        rc = self._run_config
+        return ExperimentStorage.create(
+            rc.storage_path or rc.local_dir, self._name, storage_filesystem=rc.storage_filesystem)
 
     # -- running ---------------------------------------------------------------
     def fit(self) -> ResultGrid:
@@ -74,8 +86,9 @@ class Tuner:
         from ray.tune.tune import run
 
         tc, rc = self._tune_config, self._run_config
-        os.makedirs(self.experiment_path, exist_ok=True)
-        self._save_settings()
+        storage = self._storage()
+        os.makedirs(storage.local_dir, exist_ok=True)
+        self._save_settings(storage.local_dir)
         cc, fc = rc.checkpoint_config, rc.failure_config
         trials = run(
             self._trainable,
@@ -84,7 +97,10 @@ class Tuner:
             stop=_with_time_budget(rc.stop, tc.time_budget_s),
             resources_per_trial=getattr(self._trainable, "_tune_resources", None),
             num_samples=tc.num_samples,
-            local_dir=rc.experiment_root(),
+            storage_path=rc.storage_path or rc.local_dir or os.path.dirname(storage.local_dir),
+            storage_filesystem=rc.storage_filesystem,
+            progress_reporter=rc.progress_reporter,
+            sync_config=rc.sync_config,
             trial_name_creator=tc.trial_name_creator,
             checkpoint_freq=cc.checkpoint_frequency,
             checkpoint_at_end=bool(cc.checkpoint_at_end),
@@ -103,7 +119,7 @@ class Tuner:
             callbacks=rc.callbacks,
         )
         self._results = ResultGrid.from_trials(
-            list(trials), self.experiment_path, metric=tc.metric, mode=tc.mode
+            list(trials), self.experiment_path, metric=tc.metric, mode=tc.mode, storage=storage
         )
         if fc.fail_fast and self._results.errors:
             raise self._results.errors[0]
@@ -113,15 +129,25 @@ class Tuner:
         """The last `fit()`'s results, or those stored in the experiment directory."""
         if self._results is not None:
             return self._results
-        trials = _load_trials(self.experiment_path)
+        storage = self._storage()
+        if storage.is_remote:
+            storage.sync_down()
+        trials = _load_trials(storage.local_dir)
         tc = self._tune_config
-        return ResultGrid.from_trials(trials, self.experiment_path, tc.metric, tc.mode)
+        return ResultGrid.from_trials(trials, self.experiment_path, tc.metric, tc.mode,
+                                      storage=storage)
 
     # -- restoring -------------------------------------------------------------
     @classmethod
-    def can_restore(cls, path: str | os.PathLike) -> bool:
-        """Whether `path` holds an experiment `Tuner.restore` can continue."""
-        path = os.path.expanduser(os.fspath(path))
+    def can_restore(cls, path: str | os.PathLike, storage_filesystem: Any = None) -> bool:
+        """Whether `path` (a directory or a URI) holds an experiment `Tuner.restore` can continue."""
+        path = os.fspath(path)
+        if is_uri(path) or storage_filesystem is not None:
+            storage = _remote_storage(path, storage_filesystem)
+            files = set(storage._remote_files())
+            return _SETTINGS_FILE in files and any(
+                f.startswith("experiment_state-") for f in files)
+        path = os.path.expanduser(path)
         return os.path.exists(os.path.join(path, _SETTINGS_FILE)) and (
             ES.find_state_file(path) is not None
         )
@@ -136,20 +162,34 @@ class Tuner:
         resume_errored: bool = False,
         restart_errored: bool = False,
         param_space: dict | None = None,
+        storage_filesystem: Any = None,
     ) -> Tuner:
-        """A Tuner that continues the experiment in `path` (pass the same trainable again)."""
-        path = os.path.abspath(os.path.expanduser(os.fspath(path)))
-        if not cls.can_restore(path):
+        """A Tuner that continues the experiment in `path` (pass the same trainable again).
+
+        `path` is the experiment directory (`storage_path/name`), or its URI for remote
+        storage: the remote copy is downloaded into the local staging directory first.
+        """
+        path = os.fspath(path)
+        if not cls.can_restore(path, storage_filesystem):
             raise TuneError(
                 f"Tuner.restore({path!r}): no Tuner experiment there (needs {_SETTINGS_FILE} and "
                 "an experiment_state file); pass the directory Tuner.fit() wrote, "
                 "i.e. storage_path/name"
             )
-        with open(os.path.join(path, _SETTINGS_FILE), "rb") as f:
+        if is_uri(path) or storage_filesystem is not None:
+            storage = _remote_storage(path, storage_filesystem)
+            storage.sync_down()
+            local = storage.local_dir
+            parent, name = (uri_split(path) if is_uri(path)
+                            else (path.rstrip("/").rsplit("/", 1)[0], path.rstrip("/").rsplit("/", 1)[1]))
+        else:
+            local = os.path.abspath(os.path.expanduser(path))
+            parent, name = os.path.dirname(local), os.path.basename(local)
+        with open(os.path.join(local, _SETTINGS_FILE), "rb") as f:
             settings = cloudpickle.load(f)
         run_config = RunConfig(
-            **{**settings["run_config"], "name": os.path.basename(path),
-               "storage_path": os.path.dirname(path), "local_dir": None}
+            **{**settings["run_config"], "name": name, "storage_path": parent, "local_dir": None,
+               "storage_filesystem": storage_filesystem}
         )
         tuner = cls(
             trainable,
@@ -169,7 +209,7 @@ class Tuner:
             )
         return tuner
 
-    def _save_settings(self) -> None:
+    def _save_settings(self, local_dir: str) -> None:
         rc = self._run_config
         settings = {
             "param_space": self._param_space,
@@ -180,6 +220,8 @@ class Tuner:
                 "checkpoint_config": rc.checkpoint_config,
                 "failure_config": rc.failure_config,
                 "verbose": rc.verbose,
+                "progress_reporter": rc.progress_reporter,
+                "sync_config": rc.sync_config,
             },
         }
         try:
@@ -189,8 +231,18 @@ class Tuner:
                 f"cannot save the Tuner's settings for Tuner.restore ({type(exc).__name__}: {exc}); "
                 "param_space, TuneConfig (searcher, scheduler), RunConfig.stop and callbacks must pickle"
             ) from exc
-        with open(os.path.join(self.experiment_path, _SETTINGS_FILE), "wb") as f:
+        with open(os.path.join(local_dir, _SETTINGS_FILE), "wb") as f:
             f.write(data)
+
+
+def _remote_storage(path: str, storage_filesystem: Any):
+    from ray.tune.storage import ExperimentStorage
+
+    if is_uri(path):
+        parent, name = uri_split(path)
+    else:
+        parent, _, name = path.rstrip("/").rpartition("/")
+    return ExperimentStorage.create(parent, name, storage_filesystem=storage_filesystem)
 
 
 def _default_name(trainable: Any) -> str:

@@ -61,6 +61,13 @@ class GcsClient(abc.ABC):
     def rpush(self, key: str, value: bytes, *, max_len: int | None = None) -> None: ...
 
     @abc.abstractmethod
+    def rpush_many(self, key: str, values: list[bytes], *, max_len: int | None = None) -> None:
+        """Append ``values`` in order in one round trip, then keep the newest ``max_len``."""
+
+    @abc.abstractmethod
+    def llen(self, key: str) -> int: ...
+
+    @abc.abstractmethod
     def lrange(self, key: str, start: int = 0, end: int = -1) -> list[bytes]: ...
 
     @abc.abstractmethod
@@ -234,6 +241,18 @@ class RedisGcs(GcsClient):
             pipe.ltrim(key, -max_len, -1)
             pipe.execute()
 
+    def rpush_many(self, key, values, *, max_len=None):
+        if not values:
+            return
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.rpush(key, *values)
+        if max_len is not None:
+            pipe.ltrim(key, -max_len, -1)
+        pipe.execute()
+
+    def llen(self, key):
+        return int(self._redis.llen(key))
+
     def lrange(self, key, start=0, end=-1):
         return self._redis.lrange(key, start, end)
 
@@ -322,17 +341,17 @@ class RedisGcs(GcsClient):
             if self._pubsub is not None:
                 try:
                     self._pubsub.close()
-                except Exception:
+                except Exception:  # noqa: BLE001 - closing: the connection may be broken
                     pass
                 self._pubsub = None
         try:
             self._redis.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - closing: the connection may be broken
             pass
         for shard in self._shards or ():
             try:
                 shard.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - closing: the connection may be broken
                 pass
 
 
@@ -415,6 +434,16 @@ class InMemoryGcs(GcsClient):
             lst.append(value)
             if max_len is not None and len(lst) > max_len:
                 del lst[: len(lst) - max_len]
+
+    def rpush_many(self, key, values, *, max_len=None):
+        with self._lock:
+            lst = self._data.setdefault(key, [])
+            lst.extend(values)
+            if max_len is not None and len(lst) > max_len:
+                del lst[: len(lst) - max_len]
+
+    def llen(self, key):
+        return len(self._data.get(key, []))
 
     def lrange(self, key, start=0, end=-1):
         lst = self._data.get(key, [])

@@ -10,7 +10,8 @@ NODE_LOADS = PREFIX + "node_loads"  # hash node_id hex -> msgpack load report
 ACTORS = PREFIX + "actors"  # hash actor_id hex -> msgpack info
 CLUSTER_SECRET = PREFIX + "cluster_secret"
 PROFILE_EVENTS = PREFIX + "profile_events"  # list of msgpack event batches
-TASK_EVENTS = PREFIX + "task_events"  # list of msgpack task records
+# list of msgpack task events, one per element, trimmed to the newest N (task_events.py)
+TASK_EVENTS = PREFIX + "task_events"
 REDIS_SHARDS = PREFIX + "redis_shards"
 DASHBOARD = PREFIX + "dashboard"  # msgpack {"url", "host", "port", "pid", "node_id"}
 
@@ -65,3 +66,21 @@ CHANNEL_PLACEMENT_GROUPS = PREFIX + "ch:placement_groups"
 
 def named_placement_group(namespace: str, name: str) -> str:
     return f"{PREFIX}named_pg:{namespace}:{name}"
+
+
+# Jobs submitted through the job API: hash submission id -> msgpack JobInfo record.
+JOB_SUBMISSIONS = PREFIX + "job_submissions"
+
+
+def job_logs(submission_id: str) -> str:
+    """A submitted job's output: list of msgpack [seq, bytes] chunks (job_manager.py)."""
+    return f"{PREFIX}job_logs:{submission_id}"
+
+
+def node_stats(node_id_hex: str) -> str:
+    """A node's utilisation samples: list of msgpack NodeSample tuples (node_stats.py)."""
+    return f"{PREFIX}node_stats:{node_id_hex}"
+
+
+# The autoscaler monitor's latest round: JSON ray.state.AutoscalerStatus, replaced each round.
+AUTOSCALER_STATUS = kv("autoscaler", "status")

@@ -1,4 +1,9 @@
-"""Stream new lines of worker log files to the driver of the worker's job (pub/sub)."""
+"""Stream new lines of worker log files to the driver of the worker's job (pub/sub).
+
+Whole lines go at once; a last line without its newline (``print(x, end=" ")``) goes
+once the file stopped growing for a poll, so output that never ends its line still
+reaches the driver (as in Ray) without splitting lines that are being written.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,12 @@ import os
 from ray._private.gcs import keys
 
 _MAX_READ = 256 * 1024
+# path -> size at the previous poll, for files whose last line has no newline yet.
+_partial_sizes: dict[str, int] = {}
 
 
 def publish_new_lines(node) -> None:
+    partial: dict[str, int] = {}
     for worker in list(node.pool.workers.values()):
         if worker.job_id is None:
             continue
@@ -27,11 +35,16 @@ def publish_new_lines(node) -> None:
             with open(path, "rb") as f:
                 f.seek(offset)
                 chunk = f.read(min(size - offset, _MAX_READ))
-            end = chunk.rfind(b"\n")
-            if end < 0:
+            take = chunk.rfind(b"\n") + 1
+            if take < len(chunk):  # an unfinished last line
+                if _partial_sizes.get(path) == size:
+                    take = len(chunk)  # it stopped growing: send it as it is
+                else:
+                    partial[path] = size
+            if take == 0:
                 continue
-            worker.log_offsets[i] = offset + end + 1
-            text = chunk[: end + 1].decode("utf-8", "replace")
+            worker.log_offsets[i] = offset + take
+            text = chunk[:take].decode("utf-8", "replace")
             lines.extend((i == 1, line) for line in text.splitlines())
         if lines:
             node.gcs.publish_obj(
@@ -39,6 +52,8 @@ def publish_new_lines(node) -> None:
                 {"pid": worker.pid, "ip": node.node_ip, "lines": lines,
                  "name": _process_title(worker.pid)},
             )
+    _partial_sizes.clear()
+    _partial_sizes.update(partial)
 
 
 def _process_title(pid) -> str:

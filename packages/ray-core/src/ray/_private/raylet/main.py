@@ -52,15 +52,22 @@ def main(argv=None):
     except ImportError:
         pass
     from ray._private import auth
+    from ray._private.pdeathsig import die_with_parent
     from ray._private.raylet import worker_pool
-    from ray._private.workers.default_worker import die_with_parent_if_owned
 
     # Started from a thread other than its owner's main thread: PDEATHSIG would fire
     # when that thread exits; polling --owner-pid is enough.
     if args.owner_pid and not os.environ.pop("RAY_RAYLET_NO_PDEATHSIG", None):
-        die_with_parent_if_owned()
+        die_with_parent()
     secret = args.redis_password or os.environ.get(auth.SECRET_ENV)
     auth.set_cluster_secret(secret, export=True)
+    from ray._private import tls
+
+    try:
+        tls.check()  # RAY_USE_TLS with a missing or unreadable file: say which, do not start
+    except ValueError as exc:
+        print(f"raylet: {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
     # First, so the zygote's imports overlap the raylet's own start-up.
     args.zygote = worker_pool.spawn_zygote(os.path.join(args.session_dir, "logs"),
                                            worker_pool.worker_env(args.config_json))
@@ -82,6 +89,10 @@ def main(argv=None):
     async def run():
         node._stop_event = asyncio.Event()
         await node.start()
+        from ray._private import node_stats  # utilisation samples (ray status, dashboard)
+
+        loop.create_task(node_stats.report_loop(gcs, node.node_id, node.resources, node.store,
+                                                lambda: node._stopping))
         if args.ready_fd >= 0:
             import os
 

@@ -8,6 +8,7 @@ raylets and remote owners over TCP (spillback, object transfer).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import math
@@ -20,8 +21,15 @@ import time
 import psutil
 
 import plasma
-from ray._private import aio
+from ray._private import aio, messages
 from ray._private.gcs import keys
+from ray._private.raylet.log_server import LogServer
+from ray._private.raylet.memory_monitor import (
+    OUT_OF_MEMORY,
+    LeasedWorker,
+    MemoryMonitor,
+    MemoryReader,
+)
 from ray._private.raylet.pg_manager import (
     NodeBundles,
     PlacementGroupManager,
@@ -37,10 +45,22 @@ from ray._private.raylet.scheduler import (
     RemoteNode,
     Spillback,
 )
+from ray._private.raylet.spilling import LocalObjectManager, SpillConfig
 from ray._private.raylet.worker_pool import IDLE, LEASED, STARTING, WorkerPool, worker_env
 from ray._private.rpc import Deferred
 
 logger = logging.getLogger(__name__)
+
+
+def _process_alive(pid, started_by: float) -> bool:
+    """Whether ``pid`` still runs the process that started by ``started_by`` (a pid
+    reused since by a newer process does not count)."""
+    if not pid:
+        return False
+    try:
+        return psutil.Process(int(pid)).create_time() <= started_by + 1.0
+    except (psutil.Error, ValueError):
+        return False
 
 
 def _check_lease_shape(shape) -> None:
@@ -55,6 +75,19 @@ def _check_lease_shape(shape) -> None:
                              "number >= 0)")
 
 
+def visible_gpu_ids() -> list[int | str]:
+    """The GPUs this node may hand out, as ``CUDA_VISIBLE_DEVICES`` listed them when it
+    started (Ray's rule: a node started with ``CUDA_VISIBLE_DEVICES=4,5`` gives tasks
+    GPUs 4 and 5); empty when it is not set (GPUs are then numbered from 0)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return [int(d) if d.strip().isdigit() else d.strip()
+            for d in visible.split(",") if d.strip()]
+
+
+def _uses_gpus(shape: dict) -> bool:
+    return any(name == "GPU" or name.startswith("GPU_group_") for name in shape)
+
+
 class NodeManager:
     def __init__(self, args, config, gcs):
         self.args = args
@@ -64,7 +97,7 @@ class NodeManager:
         self.node_ip: str = args.node_ip
         self.session_dir = args.session_dir
         total = dict(args.resources)
-        self.resources = NodeResources(total)
+        self.resources = NodeResources(total, {"GPU": visible_gpu_ids()})
         self.scheduler = LeaseScheduler(self.resources)
         self.bundles = NodeBundles(self)  # placement-group bundles reserved here
         self.pg_manager = PlacementGroupManager(self) if args.head else None
@@ -86,11 +119,19 @@ class NodeManager:
         self.waiting_for_worker: list[tuple[Grant, Deferred, object]] = []
         self._req_ids = 0
         self.store = None
-        self._pinned: set[bytes] = set()
-        self._secondary: set[bytes] = set()
+        self.local_objects: LocalObjectManager | None = None  # primaries, spilling
+        self.memory_monitor = MemoryMonitor(
+            usage_threshold=config.memory_usage_threshold,
+            min_free_bytes=config.min_memory_free_bytes,
+            node_description=f"node {self.node_id[:8]} ({self.node_ip})")
+        self.read_memory_usage = MemoryReader().read  # a seam for tests
+        # Why workers this raylet killed died (answers get_worker_death_cause), newest last.
+        self.death_causes: collections.OrderedDict[bytes, messages.WorkerKilled] = \
+            collections.OrderedDict()
         self._stopping = False
         self._gcs_down = False
         self._gcs_back_at = 0.0  # when the GCS answered again after an outage
+        self._orphaned_jobs: set[str] = set()  # a restarted head: see _start_as_head
         self.loop = None
         self.tcp_port = None
         self.drivers: dict[object, bytes] = {}
@@ -112,14 +153,18 @@ class NodeManager:
             prefault="deferred",  # after the zygote is up: it is on the first task's path
         )
         await self.store.start(self.args.plasma_socket)
+        spill_config = (SpillConfig.from_ray_config(self.config, self.session_dir)
+                        if self.config.automatic_object_spilling_enabled else None)
+        self.local_objects = LocalObjectManager(self.store, spill_config, self.node_id,
+                                                self.session_dir)
         self.store.add_listener(self._on_store_event)
         handlers = self._handlers()
         self.unix_server = await self.loop.create_unix_server(
-            lambda: aio.RpcProtocol(handlers, "raylet-local", self._peer_closed, server=True),
+            aio.server_factory(handlers, "raylet-local", self._peer_closed),
             path=self.args.raylet_socket,
         )
-        self.tcp_server = await self.loop.create_server(
-            lambda: aio.RpcProtocol(handlers, "raylet-tcp", self._peer_closed, server=True),
+        self.tcp_server = await self.loop.create_server(  # TLS too when it is on
+            aio.server_factory(handlers, "raylet-tcp", self._peer_closed, tcp=True),
             host=self.node_ip, port=self.args.node_manager_port or 0,
             family=socket.AF_INET, reuse_address=True,
         )
@@ -132,9 +177,13 @@ class NodeManager:
             self.pool.start_worker()  # placeholders until the zygote is ready
         self.loop.create_task(self._zygote_ready())
         self._register_node()
+        if self.args.head:
+            self._start_as_head()
         self.loop.create_task(self._heartbeat_loop())
         self.loop.create_task(self._reap_loop())
         self.loop.create_task(self._log_loop())
+        if self.config.memory_monitor_refresh_ms > 0:
+            self.loop.create_task(self._memory_monitor_loop())
 
     def _node_info(self, alive=True):
         return {
@@ -153,6 +202,46 @@ class NodeManager:
             "is_head": self.args.head,
         }
 
+    def _start_as_head(self) -> None:
+        """Take over the cluster's head duties. Over a fresh GCS there is nothing to take
+        over; over one that outlived the previous head (its Redis kept running, or
+        reloaded its append-only file: ``ray start --head --redis-persist``) this head
+        marks the old one dead at once (``ray start`` refuses to start a head next to a
+        live one), so owners rebuild and restart what ran there without waiting for a
+        heartbeat timeout; judges other nodes only after a full timeout of its own
+        (their heartbeats may have stopped landing while the GCS was down); recovers the
+        placement groups; and finishes the jobs of drivers on this machine that died
+        with the old head."""
+        now = time.time()
+        self._gcs_back_at = now
+        for node_id, info in self.gcs.hgetall_obj(keys.NODES).items():
+            if node_id != self.node_id and info.get("is_head") and info.get("alive", True):
+                logger.warning("taking over from the previous head node %s (pid %s): "
+                               "marking it dead", node_id[:8], info.get("pid"))
+                self._mark_node_dead(node_id, info, now)
+        self._orphaned_jobs = {job_hex for job_hex, info in
+                               self.gcs.hgetall_obj(keys.JOBS).items()
+                               if info.get("alive", True) and info.get("node_ip") == self.node_ip}
+        self._finish_orphaned_jobs()
+        self.loop.create_task(self.pg_manager.recover())
+
+    def _finish_orphaned_jobs(self) -> None:
+        """Jobs this head found running on its machine when it started: their drivers were
+        attached to the old head's raylet (which would have marked them over when they
+        exit); mark each over once its driver process is gone."""
+        for job_hex in list(self._orphaned_jobs):
+            info = self.gcs.hget_obj(keys.JOBS, job_hex)
+            if info is None or not info.get("alive", True):
+                self._orphaned_jobs.discard(job_hex)
+                continue
+            if _process_alive(info.get("driver_pid"), info.get("start_time", 0.0)):
+                continue
+            logger.info("job %s: its driver (pid %s) is gone; marking the job finished",
+                        job_hex, info.get("driver_pid"))
+            info.update(alive=False, end_time=time.time())
+            self.gcs.hset_obj(keys.JOBS, job_hex, info)
+            self._orphaned_jobs.discard(job_hex)
+
     def _register_node(self):
         self.gcs.hset_obj(keys.NODES, self.node_id, self._node_info())
         self.gcs.hset(keys.NODE_HEARTBEATS, self.node_id, str(time.time()).encode())
@@ -168,14 +257,19 @@ class NodeManager:
             "notify_unblocked": self.h_notify_unblocked,
             "free_objects": self.h_free_objects,
             "pull_object": self.h_pull_object,
+            "pull_objects": self.h_pull_objects,
             "read_object_chunk": self.h_read_object_chunk,
             "object_info": self.h_object_info,
             "kill_worker": self.h_kill_worker,
+            "get_worker_death_cause": self.h_get_worker_death_cause,
             "node_info": lambda peer: self._node_info(),
+            "available_resources": lambda peer: self.resources.available_dict(),
             "ping": lambda peer: "pong",
             "shutdown": self.h_shutdown,
             **self.bundles.handlers(),
             **(self.pg_manager.handlers() if self.pg_manager else {}),
+            **LogServer(os.path.join(self.session_dir, "logs"),
+                        f"node {self.node_id[:8]} ({self.node_ip})", self.loop).handlers(),
         }
 
     # -- registration ---------------------------------------------------------------
@@ -184,10 +278,11 @@ class NodeManager:
         if worker is None:
             return {"error": "unknown worker id"}
         worker.peer = peer
-        worker.address = address
+        worker.address = messages.OwnerAddress.from_wire(address)
         worker.state = IDLE
         peer.context["worker"] = worker
-        self._assign_waiting()
+        if self._assign_waiting():
+            self._apply(self.scheduler.dispatch())
         return {"ok": True}
 
     def h_register_driver(self, peer, job_id, pid, address):
@@ -195,6 +290,13 @@ class NodeManager:
         return self._node_info()
 
     def _peer_closed(self, peer):
+        # The peer's own queued lease requests go first: the resources its worker frees
+        # below must not be granted to a request whose owner is gone.
+        for rid, (_req, _deferred, owner_peer) in list(self.pending.items()):
+            if owner_peer is peer:
+                self.scheduler.cancel(rid)
+                del self.pending[rid]
+                self.lease_envs.pop(rid, None)
         worker = peer.context.get("worker")
         if worker is not None:
             self._worker_gone(worker, "disconnected")
@@ -211,11 +313,6 @@ class NodeManager:
             if lease is not None and lease["owner_peer"] is peer and not w.detached:
                 self.pool.kill(w)
                 self._release_lease(w)
-        for rid, (_req, _deferred, owner_peer) in list(self.pending.items()):
-            if owner_peer is peer:
-                self.scheduler.cancel(rid)
-                del self.pending[rid]
-                self.lease_envs.pop(rid, None)
         still = []
         for grant, deferred, owner_peer in self.waiting_for_worker:
             if owner_peer is peer:  # granted, still waiting for a worker: give it back
@@ -248,8 +345,10 @@ class NodeManager:
         self._apply(self.scheduler.dispatch())
 
     # -- leases ---------------------------------------------------------------------
-    def h_request_lease(self, peer, shape, job_id, is_actor, spilled, owner_address,
-                        detached=False, strategy=None, runtime_env=None):
+    def h_request_lease(self, peer, *wire):
+        """``request_lease(*LeaseRequest.to_wire())``: answered with a LeaseReply."""
+        request = messages.LeaseRequest.from_wire(wire)
+        shape = request.shape
         _check_lease_shape(shape)
         if self.bundles.removed:
             pg_hex = pg_of_shape(shape)
@@ -257,10 +356,11 @@ class NodeManager:
                 return removed_reply(pg_hex)
         self._req_ids += 1
         rid = self._req_ids
-        if runtime_env is not None:  # [env key, resolved env]: needs a dedicated worker
-            self.lease_envs[rid] = runtime_env
-        req = LeaseRequest(rid, dict(shape), job_id, bool(is_actor), bool(detached),
-                           bool(spilled), strategy)
+        if request.runtime_env is not None:  # [env key, resolved env]: a dedicated worker
+            self.lease_envs[rid] = request.runtime_env
+        req = LeaseRequest(rid, dict(shape), request.job_id, request.is_actor,
+                           request.detached, request.spilled, request.strategy,
+                           request.retriable)
         deferred = Deferred()
         self.pending[rid] = (req, deferred, peer)
         decisions = self.scheduler.submit(req)
@@ -271,11 +371,24 @@ class NodeManager:
         return deferred
 
     def _apply(self, decisions):
+        """Carry out the scheduler's decisions. Resources handed back on the way (a grant
+        whose request or owner is gone) are offered to the queue again, so no decision
+        of that re-dispatch is dropped (a dropped Grant would hold its resources forever
+        and leave its request unanswered)."""
+        while True:
+            freed = self._apply_once(decisions)
+            if not freed:
+                return
+            decisions = self.scheduler.dispatch()
+
+    def _apply_once(self, decisions) -> bool:
+        freed = False
         for d in decisions:
             entry = self.pending.get(d.request.request_id)
             if entry is None:
                 if isinstance(d, Grant):
-                    self.scheduler.release(d.allocation)
+                    self.scheduler.resources.release(d.allocation)
+                    freed = True
                 continue
             req, deferred, peer = entry
             if isinstance(d, Grant):
@@ -285,13 +398,11 @@ class NodeManager:
                 del self.pending[req.request_id]
                 self.lease_envs.pop(req.request_id, None)
                 node = self.gcs.hget_obj(keys.NODES, d.node_id) or {}
-                deferred.resolve({"spillback": {
-                    "node_id": d.node_id,
-                    "address": [node.get("node_ip"), node.get("raylet_port")],
-                }})
+                deferred.resolve(messages.LeaseSpillback(messages.RayletAddress(
+                    d.node_id, node.get("node_ip"), node.get("raylet_port"))).to_wire())
             elif isinstance(d, Infeasible):
                 self._warn_infeasible(req, d.cluster_total)
-        self._assign_waiting()
+        return self._assign_waiting() or freed
 
     def _warn_infeasible(self, req, total):
         if pg_of_shape(req.shape) is not None:
@@ -311,19 +422,24 @@ class NodeManager:
                 keys.channel_errors(job_hex),
                 {"type": "infeasible", "message": msg, "time": time.time()},
             )
-        except Exception:
+        except Exception:  # noqa: BLE001 - a warning only: the request stays queued
             pass
 
-    def _assign_waiting(self):
+    def _assign_waiting(self) -> bool:
+        """Hand idle workers to granted requests; True when a grant whose owner is gone
+        gave its resources back (the caller dispatches the queue again)."""
+        freed = False
         still = []
         for grant, deferred, peer in self.waiting_for_worker:
             rid = grant.request.request_id
             if peer.closed:
-                self.scheduler.release(grant.allocation)
+                self.scheduler.resources.release(grant.allocation)
                 self.lease_envs.pop(rid, None)
+                freed = True
                 continue
             env = self.lease_envs.get(rid)
-            worker = self.pool.idle_for(grant.request.job_id, env[0] if env else None)
+            is_gpu = _uses_gpus(grant.request.shape)
+            worker = self.pool.idle_for(grant.request.job_id, env[0] if env else None, is_gpu)
             if worker is None:
                 still.append((grant, deferred, peer))
                 continue
@@ -333,20 +449,20 @@ class NodeManager:
             worker.job_id = grant.request.job_id
             worker.is_actor = grant.request.is_actor
             worker.detached = grant.request.detached
-            worker.lease = {"allocation": grant.allocation, "owner_peer": peer, "lent": {}}
-            resource_ids = grant.allocation.resource_ids()
+            worker.is_gpu = is_gpu
+            worker.lease = {"allocation": grant.allocation, "owner_peer": peer, "lent": {},
+                            "granted_at": time.monotonic(),  # the memory monitor's order
+                            "retriable": grant.request.retriable}
+            resource_ids = self.resources.resource_ids(grant.allocation)
             if self.bundles.ledger.groups:
                 gpu_ids = self.bundles.gpu_ids(grant.allocation)
                 if gpu_ids:
-                    resource_ids["GPU"] = gpu_ids
-            deferred.resolve({
-                "worker_id": worker.worker_id,
-                "address": worker.address,
-                "resource_ids": resource_ids,
-                "node_id": self.node_id,
-            })
+                    resource_ids["GPU"] = self.resources.device_pairs("GPU", gpu_ids)
+            deferred.resolve(messages.LeaseGranted(
+                worker.worker_id, worker.address, resource_ids, self.node_id).to_wire())
         self.waiting_for_worker = still
         self._maintain_pool()
+        return freed
 
     def _maintain_pool(self):
         if self._stopping:
@@ -360,11 +476,18 @@ class NodeManager:
                 with_env.setdefault((grant.request.job_id, env[0]), []).append(env)
         generic = [w for w in self.pool.workers.values() if w.env_key is None]
         starting = sum(1 for w in generic if w.state == STARTING)
-        jobs = {grant.request.job_id for grant in plain}
-        # Idle workers bound to another job cannot serve these grants.
-        idle = sum(1 for w in generic
-                   if w.state == IDLE and (w.job_id is None or w.job_id in jobs))
-        needed = len(plain) - starting - idle
+        # Idle workers bound to another job, or to GPU work for CPU-only grants (and the
+        # other way round), cannot serve these grants.
+        idle = [w for w in generic if w.state == IDLE]
+        unserved = 0
+        for grant in plain:
+            is_gpu = _uses_gpus(grant.request.shape)
+            match = next((w for w in idle if w.can_serve(grant.request.job_id, is_gpu)), None)
+            if match is None:
+                unserved += 1
+            else:
+                idle.remove(match)
+        needed = unserved - starting
         for _ in range(max(0, needed)):
             self.pool.start_worker()
         if with_env:
@@ -429,8 +552,9 @@ class NodeManager:
             if env is not None and env[0] == worker.env_key \
                     and grant.request.job_id == worker.job_id:
                 del self.lease_envs[grant.request.request_id]
-                self.scheduler.release(grant.allocation)
-                deferred.resolve({"runtime_env_error": msg})
+                self.scheduler.resources.release(grant.allocation)  # dispatched below
+                deferred.resolve(messages.LeaseFailed(
+                    messages.LeaseFailed.RUNTIME_ENV_SETUP, msg).to_wire())
             else:
                 still.append((grant, deferred, peer))
         self.waiting_for_worker = still
@@ -447,6 +571,8 @@ class NodeManager:
             self.pool.remove(worker)
         else:
             worker.state = IDLE
+            # most recently used last: trimming ends the workers idle the longest
+            self.pool.workers[worker_id] = self.pool.workers.pop(worker_id)
             self._trim_idle()
         self._apply(self.scheduler.dispatch())
 
@@ -459,15 +585,18 @@ class NodeManager:
         self.scheduler.resources.release(lease["allocation"])
 
     def _trim_idle(self):
+        """Keep at most ``max_idle`` idle workers, ending those idle the longest (the pool
+        lists returned workers last), as Ray does: a worker just handed back (say, one of
+        a runtime env that is used in turns with another) is the one likely to be reused."""
         idle = [w for w in self.pool.workers.values() if w.state == IDLE]
-        for w in idle[self.pool.max_idle:]:
+        for w in idle[:max(0, len(idle) - self.pool.max_idle)]:
             self.pool.kill(w, signal.SIGTERM)
             self.pool.remove(w)
 
     def h_notify_blocked(self, peer, worker_id):
         worker = self.pool.workers.get(worker_id)
-        if worker is None or worker.lease is None or worker.blocked:
-            return
+        if worker is None or worker.lease is None or worker.blocked or worker.is_actor:
+            return  # (an actor keeps its lifetime resources while it blocks, as in Ray)
         # The CPUs it holds, including a placement group's (so a task blocked on its
         # children in the same group does not starve them).
         cpus = {name: units for name, units in worker.lease["allocation"].amounts.items()
@@ -497,22 +626,12 @@ class NodeManager:
     # -- objects --------------------------------------------------------------------
     def _on_store_event(self, event, object_id, size):
         if event == "sealed":
-            oid = object_id.binary() if hasattr(object_id, "binary") else object_id
-            if oid in self._secondary:
-                return
-            if oid not in self._pinned and self.store.get_local(oid) is not None:
-                self._pinned.add(oid)
+            self.local_objects.object_sealed(object_id.binary(), size)
+        elif event == "deleted":
+            self.local_objects.object_deleted(object_id.binary())
 
     def h_free_objects(self, peer, object_ids):
-        for oid in object_ids:
-            if oid in self._pinned:
-                self._pinned.discard(oid)
-                self.store.release_local(oid)
-            self._secondary.discard(oid)
-            try:
-                self.store.delete_local(oid)
-            except Exception:
-                logger.debug("free of %s failed", oid.hex(), exc_info=True)
+        self.local_objects.free(object_ids)
 
     def h_object_info(self, peer, object_id):
         got = self.store.get_local(object_id)
@@ -540,6 +659,14 @@ class NodeManager:
         self.loop.create_task(pull(self, object_id, node_id, deferred))
         return deferred
 
+    def h_pull_objects(self, peer, pairs):
+        """Several objects for one reader, as one bundle (``object_manager.pull_bundle``)."""
+        from ray._private.raylet.object_manager import pull_bundle
+
+        deferred = Deferred()
+        self.loop.create_task(pull_bundle(self, pairs, deferred))
+        return deferred
+
     # -- periodic -------------------------------------------------------------------
     async def _zygote_ready(self):
         ok = await self.loop.run_in_executor(None, self.pool.wait_zygote)
@@ -551,7 +678,7 @@ class NodeManager:
         while not self._stopping:
             try:
                 self._heartbeat()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - logged; retried every heartbeat period
                 if not self._gcs_down:
                     logger.warning("GCS unreachable (%s); retrying every %.1f s", exc, period)
                 self._gcs_down = True
@@ -580,6 +707,8 @@ class NodeManager:
         self.bundles.check_queued()
         if self.pg_manager is not None:
             self.pg_manager.tick(nodes, now)
+        if self._orphaned_jobs:
+            self._finish_orphaned_jobs()
 
     def publish_load(self, now: float) -> None:
         self.gcs.hset_obj(keys.NODE_LOADS, self.node_id, {
@@ -588,7 +717,17 @@ class NodeManager:
             "demand": self.scheduler.pending_demand() + (
                 self.pg_manager.pending_bundles() if self.pg_manager else []),
             "time": now,
+            "store": self.store_stats().to_wire(),  # for `ray memory --stats-only`
         })
+
+    def store_stats(self) -> messages.StoreStats:
+        spill = self.local_objects.stats
+        return messages.StoreStats(
+            used_bytes=int(self.store.used_bytes), capacity_bytes=int(self.store.capacity_bytes),
+            num_objects=self.store.num_objects, primary_bytes=self.local_objects.primary_bytes,
+            spilled_bytes=spill.spilled_bytes, spilled_objects=spill.spilled_objects,
+            spill_time_s=spill.spill_time_s, restored_bytes=spill.restored_bytes,
+            restored_objects=spill.restored_objects, restore_time_s=spill.restore_time_s)
 
     def _remote_views(self, nodes: dict, loads: dict, now: float) -> dict:
         remote = {}
@@ -614,7 +753,7 @@ class NodeManager:
             try:
                 nodes = self.gcs.hgetall_obj(keys.NODES)
                 loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
-            except Exception:  # the heartbeat reports GCS trouble
+            except Exception:  # noqa: BLE001 - the heartbeat reports GCS trouble
                 return
             views = self._remote_views(nodes, loads, time.time())
             self._apply(self.scheduler.update_remote(views))
@@ -648,10 +787,13 @@ class NodeManager:
             if now - last > self.config.heartbeat_timeout_s:
                 logger.warning("node %s missed heartbeats for %.1f s: marking it dead",
                                node_id[:8], now - last)
-                info["alive"] = False
-                info["death_time"] = now
-                self.gcs.hset_obj(keys.NODES, node_id, info)
-                self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": node_id, "alive": False})
+                self._mark_node_dead(node_id, info, now)
+
+    def _mark_node_dead(self, node_id: str, info: dict, now: float) -> None:
+        info["alive"] = False
+        info["death_time"] = now
+        self.gcs.hset_obj(keys.NODES, node_id, info)
+        self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": node_id, "alive": False})
 
     async def _reap_loop(self):
         while not self._stopping:
@@ -667,6 +809,53 @@ class NodeManager:
                 self.request_stop()
                 return
             await asyncio.sleep(0.1)
+
+    # -- memory monitor ---------------------------------------------------------------
+    async def _memory_monitor_loop(self):
+        period = self.config.memory_monitor_refresh_ms / 1000
+        while not self._stopping:
+            await asyncio.sleep(period)
+            try:
+                usage = self.read_memory_usage()
+            except (OSError, ValueError, KeyError) as exc:
+                logger.warning("memory monitor cannot read the node's memory: %s", exc)
+                continue
+            leased = [
+                LeasedWorker(w.worker_id, w.pid, w.lease.get("granted_at", w.started_at),
+                             w.is_actor, w.lease.get("retriable"))
+                for w in self.pool.workers.values()
+                if w.state == LEASED and w.lease is not None and w.pid
+            ]
+            kill = self.memory_monitor.sampled(usage, leased, time.monotonic())
+            if kill is not None:
+                try:
+                    self._kill_for_memory(kill)
+                except Exception:  # noqa: BLE001 - the monitor must outlive a failed kill
+                    logger.exception("memory monitor: killing worker %s failed",
+                                     kill.worker.worker_id.hex()[:8])
+
+    def _kill_for_memory(self, kill) -> None:
+        worker = self.pool.workers.get(kill.worker.worker_id)
+        if worker is None:
+            return
+        logger.warning("memory monitor: killing worker %s: %s", worker.worker_id.hex()[:8],
+                       kill.message)
+        cause = messages.WorkerKilled(worker.worker_id, OUT_OF_MEMORY, kill.message)
+        self.death_causes[worker.worker_id] = cause
+        while len(self.death_causes) > 1000:
+            self.death_causes.popitem(last=False)
+        self.pool.kill(worker, signal.SIGKILL)
+        job_hex = worker.job_id.hex() if worker.job_id else ""
+        try:  # shown by the driver, as Ray shows its OOM kills
+            self.gcs.publish_obj(keys.channel_errors(job_hex), {
+                "type": "out_of_memory", "message": kill.message, "time": time.time()})
+        except Exception as exc:  # noqa: BLE001 - the kill stands; the log has the message
+            logger.debug("could not publish the OOM kill to job %s: %s", job_hex, exc)
+
+    def h_get_worker_death_cause(self, peer, worker_id):
+        """Why a worker this raylet killed died (``WorkerKilled`` wire form), or None."""
+        cause = self.death_causes.get(worker_id)
+        return None if cause is None else cause.to_wire()
 
     async def _log_loop(self):
         from ray._private.raylet.log_monitor import publish_new_lines
@@ -699,7 +888,7 @@ class NodeManager:
         try:
             self.gcs.hset_obj(keys.NODES, self.node_id, self._node_info(alive=False))
             self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": self.node_id, "alive": False})
-        except Exception:
+        except Exception:  # noqa: BLE001 - best effort at exit: the head times us out anyway
             pass
         self.pool.stop_all()
         shutil.rmtree(self.runtime_env_root, ignore_errors=True)  # unpacked runtime_envs
@@ -708,6 +897,8 @@ class NodeManager:
         for server in (self.unix_server, self.tcp_server):
             server.close()
         self.transfer.stop()
+        if self.local_objects is not None:
+            await self.local_objects.stop()  # removes this node's spill files
         if self.store is not None:
             await self.store.stop()
         try:

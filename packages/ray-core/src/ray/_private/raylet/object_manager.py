@@ -6,7 +6,9 @@ sent straight from the arena with ``sendall(memoryview)``; the puller
 ``recv_into``\\ s them straight into a freshly created object in its own arena.
 No intermediate copies or message framing; socket I/O happens on helper
 threads, every store operation on the raylet's event loop. Concurrent pulls of
-one object share a single transfer.
+one object share a single transfer. An object this node has spilled to disk is
+served from its file with ``sendfile`` (not read back into the store first); the
+puller waits for room in its own store (spilling there if needed).
 """
 
 from __future__ import annotations
@@ -15,16 +17,21 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 import struct
 import threading
 import time
 
+from plasma.errors import ObjectStoreFullError
 from ray._private import auth, profiling
 from ray._private.gcs import keys
 
 logger = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("<QI")  # data size, metadata size
+# How long a bundle waits for room held by objects other readers have pinned (they
+# release them when they finish) before its reader gets the store-full error.
+_BUNDLE_ROOM_WAIT_S = 60.0
 _MISSING = 2**64 - 1
 
 
@@ -63,31 +70,42 @@ class TransferServer:
     def _on_loop(self, fn, *args):
         return asyncio.run_coroutine_threadsafe(_call(fn, *args), self.loop).result(30)
 
-    def _serve(self, conn: socket.socket):
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _serve(self, raw: socket.socket):
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = auth.accept(raw)  # TLS (when on) and the cluster secret
+        if conn is None:
+            raw.close()
+            logger.warning("object transfer: refused a connection (no TLS or no cluster secret)")
+            return
         with conn:
-            if not auth.server_handshake(conn):
-                logger.warning("object transfer: refused a connection without the cluster secret")
-                return
             try:
                 while True:
                     try:
                         object_id = _recv_exact(conn, 20)
                     except ConnectionError:
                         return
-                    got = self._on_loop(self.node.store.get_local, object_id)
+                    got = self._on_loop(self._open_object, object_id)
                     if got is None:
                         conn.sendall(_HEADER.pack(_MISSING, 0))
-                        continue
-                    data, metadata = got
-                    try:
-                        conn.sendall(_HEADER.pack(len(data), len(metadata)) + metadata)
-                        conn.sendall(data)
-                    finally:
-                        del data
-                        self._on_loop(self.node.store.release_local, object_id)
+                    elif isinstance(got[0], int):
+                        _send_from_file(conn, *got)
+                    else:
+                        data, metadata = got
+                        try:
+                            conn.sendall(_HEADER.pack(len(data), len(metadata)) + metadata)
+                            conn.sendall(data)
+                        finally:
+                            del data
+                            self._on_loop(self.node.store.release_local, object_id)
             except (OSError, ConnectionError) as exc:
                 logger.debug("transfer connection ended: %s", exc)
+
+    def _open_object(self, object_id: bytes):
+        """(view, metadata) pinned in memory, (fd, SpilledCopy) on disk, or None."""
+        got = self.node.store.get_local(object_id)
+        if got is not None:
+            return got
+        return self.node.local_objects.open_spilled(object_id)
 
     def stop(self):
         self._stopped = True
@@ -101,13 +119,34 @@ async def _call(fn, *args):
     return fn(*args)
 
 
-def _open(address, object_id: bytes):
-    sock = socket.create_connection(address, timeout=30)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def _send_from_file(conn: socket.socket, fd: int, copy) -> None:
+    """Send a spilled object from its file: kernel to kernel, no copy through Python
+    (under TLS the bytes must pass through the encryption: read and send in chunks)."""
     try:
-        auth.client_handshake(sock, f"object transfer server {address[0]}:{address[1]}")
+        metadata = copy.metadata
+        conn.sendall(_HEADER.pack(copy.data_size, len(metadata)) + metadata)
+        offset, end = copy.data_offset, copy.data_offset + copy.data_size
+        while offset < end:
+            if isinstance(conn, ssl.SSLSocket):
+                chunk = os.pread(fd, min(end - offset, 1 << 22), offset)
+                conn.sendall(chunk)
+                sent = len(chunk)
+            else:
+                sent = os.sendfile(conn.fileno(), fd, offset, min(end - offset, 1 << 30))
+            if sent == 0:
+                raise ConnectionError(f"spill file {copy.path} ended early")
+            offset += sent
+    finally:
+        os.close(fd)
+
+
+def _open(address, object_id: bytes):
+    raw = socket.create_connection(address, timeout=30)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:  # TLS (when on), then the mutual secret handshake
+        sock = auth.connect(raw, f"object transfer server {address[0]}:{address[1]}")
     except BaseException:
-        sock.close()
+        raw.close()
         raise
     sock.sendall(object_id)
     size, meta_len = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
@@ -144,22 +183,24 @@ async def _transfer(node, object_id: bytes, node_id: bytes) -> None:
     if opened is None:
         raise KeyError(f"object {object_id.hex()} is not on node {node_id.hex()[:8]}")
     sock, size, metadata = opened
-    node._secondary.add(object_id)
+    secondary = node.local_objects.secondary
+    secondary.add(object_id)
     try:
-        buf = node.store.create_local(object_id, size, metadata)
+        buf = await node.store.create_local_when_room(object_id, size, metadata)
     except BaseException:
         sock.close()
-        node._secondary.discard(object_id)
+        secondary.discard(object_id)
         raise
     try:
         await loop.run_in_executor(None, _receive, sock, buf, size)
     except BaseException:
         buf.release()
         node.store.abort_local(object_id)
-        node._secondary.discard(object_id)
+        secondary.discard(object_id)
         raise
     buf.release()
     node.store.seal_local(object_id)
+    node.local_objects.pulled(object_id)  # keeps the creator's pin for the requester
     _record_transfer(node, object_id, size, info, started)
 
 
@@ -178,16 +219,51 @@ def _record_transfer(node, object_id: bytes, size: int, source: dict, started: f
         logger.debug("could not record a transfer event", exc_info=True)
 
 
-async def pull(node, object_id: bytes, node_id: bytes, deferred) -> None:
+def _shared_transfer(node, object_id: bytes, node_id: bytes) -> asyncio.Future:
+    """The transfer of ``object_id`` here (concurrent pulls of one object share it)."""
     inflight = node.__dict__.setdefault("_om_inflight", {})
     task = inflight.get(object_id)
     if task is None:
         task = asyncio.ensure_future(_transfer(node, object_id, node_id))
         inflight[object_id] = task
         task.add_done_callback(lambda _t: inflight.pop(object_id, None))
+    return task
+
+
+async def pull(node, object_id: bytes, node_id: bytes, deferred) -> None:
     try:
-        await asyncio.shield(task)
+        await asyncio.shield(_shared_transfer(node, object_id, node_id))
         deferred.resolve(True)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - logged and handed to the requester
         logger.warning("pull of %s from %s failed: %s", object_id.hex(), node_id.hex()[:8], exc)
+        deferred.reject(exc)
+
+
+async def pull_bundle(node, pairs: list, deferred) -> None:
+    """Pull what one reader needs at once (a task's arguments, one ``ray.get``) as a unit,
+    one bundle at a time on this node: two readers that each got part of theirs would
+    otherwise fill the store with what they hold and wait on each other (Ray's pull
+    manager admits whole bundles for the same reason). ``pairs``: [object id, node id]."""
+    lock = node.__dict__.get("_om_bundle_lock")
+    if lock is None:
+        lock = node.__dict__["_om_bundle_lock"] = asyncio.Lock()
+    loop = asyncio.get_running_loop()
+    try:
+        async with lock:
+            deadline = loop.time() + _BUNDLE_ROOM_WAIT_S
+            while True:
+                try:
+                    await asyncio.gather(*(asyncio.shield(_shared_transfer(node, oid, nid))
+                                           for oid, nid in pairs))
+                    break
+                except ObjectStoreFullError:
+                    # The rest of the store is pinned by readers that hold their whole
+                    # sets (a bundle that got in first): wait for them to finish, as
+                    # Ray's pull manager waits for room (what arrived stays).
+                    if loop.time() > deadline:
+                        raise
+                    await asyncio.sleep(0.05)
+        deferred.resolve(True)
+    except Exception as exc:  # noqa: BLE001 - logged and handed to the requester
+        logger.warning("pull of %d objects failed: %s", len(pairs), exc)
         deferred.reject(exc)

@@ -21,6 +21,7 @@ import time
 
 from ray._private import aio
 from ray._private.gcs import keys
+from ray._private.messages import LeaseFailed
 from ray._private.raylet.placement import STRATEGIES, BundleLedger, group_of, place_bundles
 
 logger = logging.getLogger(__name__)
@@ -30,10 +31,12 @@ _RPC_TIMEOUT_S = 10.0
 _JOB_CHECK_PERIOD_S = 1.0
 
 
-def removed_reply(pg_hex: str) -> dict:
-    return {"placement_group_removed": (
+def removed_reply(pg_hex: str) -> list:
+    """The LeaseReply for requests of a removed group (``messages.LeaseFailed``)."""
+    return LeaseFailed(LeaseFailed.PLACEMENT_GROUP_REMOVED, (
         f"placement group {pg_hex} was removed (remove_placement_group), so tasks and "
-        "actors scheduled into it cannot run; create a new group and schedule them there.")}
+        "actors scheduled into it cannot run; create a new group and schedule them there."
+    )).to_wire()
 
 
 def pg_of_shape(shape: dict) -> str | None:
@@ -57,7 +60,14 @@ class NodeBundles:
             "prepare_bundles": self.h_prepare,
             "commit_bundles": self.h_commit,
             "cancel_bundles": self.h_cancel,
+            "held_bundles": self.h_held,
         }
+
+    def h_held(self, peer):
+        """``{pg_hex: [[index, committed], ...]}``: what this node holds (a recovering
+        head reconciles its group records with it)."""
+        return {pg_hex: [[index, bundle.committed] for index, bundle in group.items()]
+                for pg_hex, group in self.ledger.groups.items()}
 
     def h_prepare(self, peer, pg_hex, bundles):
         ok = self.ledger.prepare(pg_hex, [(int(i), dict(shape)) for i, shape in bundles])
@@ -139,7 +149,14 @@ class NodeBundles:
 
 
 class PlacementGroupManager:
-    """The head raylet's placement-group authority."""
+    """The head raylet's placement-group authority.
+
+    A head that starts over a GCS that already holds groups (a restarted head: the
+    Redis outlived it, or reloaded its append-only file) first recovers: it loads
+    every record, asks each live node which bundles it holds, gives back what no record
+    places there (prepared or committed before the crash, by an interrupted attempt or
+    for a group removed meanwhile), and sends bundles of dead nodes (the old head's) back
+    to RESCHEDULING. Until then it places nothing."""
 
     def __init__(self, node):
         self.node = node
@@ -148,7 +165,65 @@ class PlacementGroupManager:
         self._peers: dict[str, object] = {}
         self._running = False
         self._again = False
+        self._recovering = False
         self._jobs_checked_at = 0.0
+
+    # -- a restarted head ------------------------------------------------------------------
+    async def recover(self) -> None:
+        self._recovering = True
+        try:
+            await self._recover()
+        except Exception:  # noqa: BLE001 - logged; the records stay as loaded
+            logger.exception("placement groups: recovery failed; scheduling what was loaded")
+        finally:
+            self._recovering = False
+        self.kick()
+
+    async def _recover(self) -> None:
+        records = self.gcs.hgetall_obj(keys.PLACEMENT_GROUPS)
+        for pg_hex, record in records.items():
+            self.groups.setdefault(pg_hex, record)  # a group created since we started wins
+        nodes = self.gcs.hgetall_obj(keys.NODES)
+        alive = [node_id for node_id, info in nodes.items() if info.get("alive", True)]
+        held: dict[str, dict[str, list]] = {}
+        for node_id in alive:
+            try:
+                held[node_id] = await self._call(node_id, "held_bundles")
+            except Exception as exc:  # noqa: BLE001 - its heartbeat decides whether it is dead
+                logger.warning("placement groups: node %s did not say which bundles it "
+                               "holds (%s); trusting the records for it", node_id[:8], exc)
+        for node_id, groups in held.items():
+            for pg_hex, bundles in groups.items():
+                record = self.groups.get(pg_hex)
+                if record is None or record["state"] == REMOVED:
+                    await self._call_quietly(node_id, "cancel_bundles", pg_hex, None, True)
+                    continue
+                stray = [int(i) for i, committed in bundles
+                         if not committed or record["bundle_nodes"][int(i)] != node_id]
+                if stray:
+                    await self._call_quietly(node_id, "cancel_bundles", pg_hex, stray, False)
+        recovered = 0
+        for record in self.groups.values():
+            if record["state"] == REMOVED:
+                continue
+            recovered += 1
+            lost = []
+            for i, node_id in enumerate(record["bundle_nodes"]):
+                on_node = held.get(node_id) if node_id else None
+                if node_id and (node_id not in alive or on_node is not None and i not in [
+                        int(j) for j, committed in on_node.get(record["placement_group_id"], [])
+                        if committed]):
+                    lost.append(i)
+            for i in lost:
+                record["bundle_nodes"][i] = None
+            if lost and record["state"] == CREATED:
+                record["state"] = RESCHEDULING
+            if lost:
+                logger.warning("placement group %s: bundles %s were on nodes that are gone; "
+                               "rescheduling them", record["placement_group_id"][:8], lost)
+                self._save(record)
+        if recovered:
+            logger.info("placement groups: recovered %d live groups from the GCS", recovered)
 
     def handlers(self) -> dict:
         return {
@@ -214,7 +289,7 @@ class PlacementGroupManager:
 
     # -- placing -----------------------------------------------------------------------------
     def kick(self) -> None:
-        if self._running:
+        if self._running or self._recovering:
             self._again = True
             return
         self._running = True
@@ -342,6 +417,6 @@ class PlacementGroupManager:
     async def _call_quietly(self, node_id: str, method: str, *args):
         try:
             return await self._call(node_id, method, *args)
-        except Exception as exc:  # a dead node's resources are gone with it
+        except Exception as exc:  # noqa: BLE001 - logged; a dead node's resources are gone with it
             logger.info("placement group: %s on node %s failed: %s", method, node_id[:8], exc)
             return None

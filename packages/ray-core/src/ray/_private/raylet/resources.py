@@ -61,9 +61,14 @@ class Allocation:
 
 
 class NodeResources:
-    """Total and available resources of one node."""
+    """Total and available resources of one node.
 
-    def __init__(self, total: dict[str, float]):
+    ``device_ids``: per unit resource, the id of each instance as the hardware names it
+    (a node started with ``CUDA_VISIBLE_DEVICES=4,5,6`` hands out GPUs 4, 5 and 6);
+    instances without one are numbered from 0."""
+
+    def __init__(self, total: dict[str, float],
+                 device_ids: dict[str, list[int | str]] | None = None):
         self.total = {k: to_units(v) for k, v in total.items() if v}
         self.available = dict(self.total)
         self._instances = {
@@ -71,6 +76,23 @@ class NodeResources:
             for name in UNIT_RESOURCES
             if name in self.total
         }
+        self.device_ids = {
+            name: list((device_ids or {}).get(name, ()))[:len(free)]
+            + list(range(len((device_ids or {}).get(name, ())), len(free)))
+            for name, free in self._instances.items()}
+
+    def resource_ids(self, alloc: Allocation) -> dict[str, list[tuple[int | str, float]]]:
+        """What a lease holds, unit resources by device id (the worker's
+        ``CUDA_VISIBLE_DEVICES`` and ``ray.get_gpu_ids()``)."""
+        ids: dict[str, list[tuple[int | str, float]]] = {
+            name: list(pairs) for name, pairs in alloc.resource_ids().items()}
+        for name in alloc.instances:
+            ids[name] = self.device_pairs(name, ids[name])
+        return ids
+
+    def device_pairs(self, name: str, pairs) -> list:
+        devices = self.device_ids.get(name, [])
+        return [(devices[idx] if idx < len(devices) else idx, amount) for idx, amount in pairs]
 
     def feasible(self, shape: dict[str, float]) -> bool:
         """Could the node ever run this (with everything idle)?"""

@@ -27,6 +27,8 @@ class LeaseRequest:
     spilled: bool = False
     # "SPREAD": take turns over the nodes that can run it now instead of filling this one.
     strategy: str | None = None
+    # Whether the owner would run it again if the memory monitor killed it (None: unsaid).
+    retriable: bool | None = None
 
 
 @dataclasses.dataclass

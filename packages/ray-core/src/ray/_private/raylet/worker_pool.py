@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from ray._private.pdeathsig import die_with_parent
+
 logger = logging.getLogger(__name__)
 
 STARTING, IDLE, LEASED, DEAD = "starting", "idle", "leased", "dead"
@@ -44,7 +46,7 @@ def spawn_zygote(logs_dir: str, env: dict) -> subprocess.Popen:
         return subprocess.Popen(
             [sys.executable, "-m", "ray._private.workers.zygote"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
-            close_fds=True, preexec_fn=_die_with_parent,
+            close_fds=True, preexec_fn=die_with_parent,
         )
     finally:
         err.close()
@@ -54,7 +56,7 @@ class WorkerProc:
     __slots__ = (
         "worker_id", "proc", "pid", "peer", "address", "state", "job_id", "lease",
         "blocked", "started_at", "log_paths", "log_offsets", "is_actor", "detached",
-        "env_key",
+        "env_key", "is_gpu",
     )
 
     def __init__(self, worker_id: bytes, proc, log_paths):
@@ -73,6 +75,13 @@ class WorkerProc:
         self.is_actor = False
         self.detached = False
         self.env_key: str | None = None  # the runtime_env this worker is dedicated to
+        # As Ray: a worker that ran GPU work serves only GPU work, one that ran CPU-only
+        # work only CPU-only work (None: it has run nothing yet).
+        self.is_gpu: bool | None = None
+
+    def can_serve(self, job_id: bytes | None, is_gpu: bool) -> bool:
+        return (self.job_id is None or self.job_id == job_id) \
+            and (self.is_gpu is None or self.is_gpu == is_gpu)
 
 
 class ForkedProcess:
@@ -191,7 +200,7 @@ class WorkerPool:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "ray._private.workers.default_worker", *argv],
                     stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env,
-                    close_fds=True, preexec_fn=_die_with_parent,
+                    close_fds=True, preexec_fn=die_with_parent,
                 )
         worker.proc = proc
         worker.pid = proc.pid
@@ -203,18 +212,19 @@ class WorkerPool:
             worker.proc = subprocess.Popen(
                 [sys.executable, "-m", "ray._private.workers.default_worker", *argv],
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
-                close_fds=True, preexec_fn=_die_with_parent,
+                close_fds=True, preexec_fn=die_with_parent,
             )
         worker.pid = worker.proc.pid
 
-    def idle_for(self, job_id: bytes, env_key: str | None = None) -> WorkerProc | None:
+    def idle_for(self, job_id: bytes, env_key: str | None = None,
+                 is_gpu: bool = False) -> WorkerProc | None:
         fallback = None
         for w in self.workers.values():
-            if w.state != IDLE or w.env_key != env_key:
+            if w.state != IDLE or w.env_key != env_key or not w.can_serve(job_id, is_gpu):
                 continue
-            if w.job_id == job_id:
+            if w.job_id == job_id and w.is_gpu is not None:
                 return w
-            if w.job_id is None and fallback is None:
+            if fallback is None:
                 fallback = w
         return fallback
 
@@ -263,14 +273,3 @@ class WorkerPool:
                 p.kill()
                 p.wait()
         self.workers.clear()
-
-
-def _die_with_parent():
-    """Make the child die when the raylet dies (Linux PR_SET_PDEATHSIG)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass

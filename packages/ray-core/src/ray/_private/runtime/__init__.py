@@ -1,16 +1,21 @@
 """The process-wide runtime handle, set by ray.init and cleared by ray.shutdown.
 
-Two implementations sit behind one interface (``base.Runtime``): the cluster
+Two implementations sit behind one interface (``interface.Runtime``): the cluster
 runtime (``core_worker.CoreWorker``) and the serial ``local_mode.LocalRuntime``.
 Public API functions call ``current()`` and never branch on the mode.
 """
 
 from __future__ import annotations
 
-_runtime = None
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ray._private.runtime.interface import Runtime
+
+_runtime: Runtime | None = None
 
 
-def current():
+def current() -> Runtime:
     if _runtime is None:
         raise RuntimeError(
             "Ray has not been started yet: call ray.init() first "
@@ -19,10 +24,10 @@ def current():
     return _runtime
 
 
-def maybe_current():
+def maybe_current() -> Runtime | None:
     return _runtime
 
 
-def set_current(runtime) -> None:
+def set_current(runtime: Runtime | None) -> None:
     global _runtime
     _runtime = runtime

@@ -42,21 +42,28 @@ def _live_loads(gcs, timeout_s: float):
         if not info.get("alive", True):
             continue
         load = loads.get(node_id)
-        yield info, load if load and now - load.get("time", 0) <= timeout_s else None
+        yield node_id, info, load if load and now - load.get("time", 0) <= timeout_s else None
 
 
 def cluster_resources(gcs, timeout_s: float = 30.0) -> dict[str, float]:
     total: dict[str, float] = {}
-    for info, _load in _live_loads(gcs, timeout_s):
+    for _node_id, info, _load in _live_loads(gcs, timeout_s):
         for k, v in info.get("resources", {}).items():
             total[k] = total.get(k, 0) + v
     return total
 
 
-def available_resources(gcs, timeout_s: float = 30.0) -> dict[str, float]:
+def available_resources(gcs, timeout_s: float = 30.0, *,
+                        local: tuple[str, dict[str, float]] | None = None) -> dict[str, float]:
+    """What the nodes have free, from their last heartbeats; ``local``: (node id hex,
+    what its raylet has free now), which replaces that node's heartbeat (up to a heartbeat
+    period stale: a task that just started would still see its own resources free)."""
     avail: dict[str, float] = {}
-    for info, load in _live_loads(gcs, timeout_s):
-        source = load["available"] if load else info.get("resources", {})
+    for node_id, info, load in _live_loads(gcs, timeout_s):
+        if local is not None and node_id == local[0]:
+            source = local[1]
+        else:
+            source = load["available"] if load else info.get("resources", {})
         for k, v in source.items():
             if v > 0:
                 avail[k] = avail.get(k, 0) + v

@@ -1,9 +1,21 @@
-"""The cluster runtime inside every driver and worker process.
+"""The cluster runtime inside every driver and worker process: where its parts are wired.
 
-Owns the objects its tasks create (memory store + reference counts), submits
-tasks through worker leases, executes tasks pushed to it (in workers), and
-answers other processes asking for objects it owns. One I/O thread handles
-every socket; user code runs on the main thread.
+::
+
+    CoreWorker (implements runtime.interface.Runtime; wires the parts, owns their lifetime)
+      EventLoop ─ PeerPool            sockets: listen, local raylet, workers, remote raylets
+      JobState, TaskContext           the job served; the running task (written by TaskExecutor)
+      MemoryStore, ReferenceCounter   owned values and why they are alive
+      ObjectClient                    put / get / wait / serve get_object / encode args
+      TaskLedger                      pinned args of pending tasks, lineage of finished ones
+      LeaseClient                     worker leases: request, spillback, retry, fail
+      TaskSubmitter                   normal tasks: queues per shape over leases
+      ActorManager                    actors: creation/restarts (owner), calls (caller)
+      TaskExecutor                    runs pushed tasks (workers); owns TaskContext
+      Profiler, Introspection         timeline events; answers `ray memory`
+
+Each part is handed only the collaborators it uses; none holds the CoreWorker. One
+I/O thread handles every socket; user code runs on the main thread.
 """
 
 from __future__ import annotations
@@ -12,280 +24,201 @@ import collections
 import contextlib
 import logging
 import os
-import socket
-import sys
-import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import plasma
 from ray._private import ids as ids_mod
-from ray._private import profiling, runtime_env
+from ray._private import profiling, runtime_env, task_events
+from ray._private.config import RayConfig as Config
+from ray._private.event_loop import LoopQueue, WaitLock
 from ray._private.gcs import keys
+from ray._private.messages import (
+    NUM_RETURNS_DYNAMIC,
+    NUM_RETURNS_STREAMING,
+    OwnerAddress,
+    RayletAddress,
+    TaskDone,
+    TaskKind,
+    TaskSpec,
+)
+from ray._private.node import socket_dir
 from ray._private.object_ref import ObjectRef
-from ray._private.profiling import EventBuffer
-from ray._private.rpc import Deferred, RemoteError, RpcPeer
-from ray._private.runtime import cluster_info, introspection, placement_groups
-from ray._private.runtime import serialization as ser
-from ray._private.runtime.function_manager import FunctionManager
-from ray._private.runtime.memory_store import Inline, InPlasma, MemoryStore
+from ray._private.options import DYNAMIC, STREAMING, ActorOptions, TaskOptions
+from ray._private.ref_generators import ObjectRefGenerator
+from ray._private.rpc import RemoteError, RpcPeer
+from ray._private.runtime import cluster_info, placement_groups
+from ray._private.runtime.actor_manager import ActorManager
+from ray._private.runtime.context import JobState, TaskContext
+from ray._private.runtime.generator_streams import GeneratorStreams
+from ray._private.runtime.interface import ActorInfo, Identity, Runtime
+from ray._private.runtime.introspection import Introspection
+from ray._private.runtime.lease_client import LeaseClient
+from ray._private.runtime.memory_store import MemoryStore
+from ray._private.runtime.objects import ObjectClient
+from ray._private.runtime.peers import PeerPool
+from ray._private.runtime.placement_groups import PlacementGroupClient
+from ray._private.runtime.profiler import Profiler
 from ray._private.runtime.reference_counter import ReferenceCounter
-from ray._private.runtime.task_executor import (
-    ARG_INLINE,
-    ARG_REF,
-    RESULT_INLINE,
-    RESULT_PLASMA,
-    TaskExecutor,
-)
-from ray._private.runtime.task_submitter import (
-    ARGS,
-    KIND_NORMAL,
-    PendingTask,
-    TaskSubmitter,
-)
-from ray._private.transport import EventLoop, connect_socket
-from ray.exceptions import (
-    GetTimeoutError,
-    ObjectLostError,
-    ObjectStoreFullError,
-    RayConnectionError,
-)
+from ray._private.runtime.task_executor import TaskExecutor
+from ray._private.runtime.task_ledger import PendingTask, TaskLedger
+from ray._private.runtime.task_submitter import TaskSubmitter
+from ray._private.transport import EventLoop
+from ray.exceptions import RayError
 
 logger = logging.getLogger(__name__)
 
 MODE_DRIVER, MODE_WORKER = "driver", "worker"
-# After a failed connect to a raylet, spillbacks naming it fail fast for this long
-# (the head marks a silent node dead within heartbeat_timeout_s).
-_UNREACHABLE_FOR_S = 10.0
 
 
-class CoreWorker:
-    def __init__(
-        self,
-        *,
-        mode: str,
-        node: dict,
-        job_id: ids_mod.JobID,
-        config,
-        gcs,
-        worker_id: bytes | None = None,
-        object_id_seed: int | None = None,
-        namespace: str = "default",
-    ):
+def _wire_num_returns(num_returns: int | str | None) -> int:
+    """A TaskSpec's num_returns: the count, or the generator markers."""
+    if num_returns == STREAMING:
+        return NUM_RETURNS_STREAMING
+    if num_returns == DYNAMIC:
+        return NUM_RETURNS_DYNAMIC
+    return 1 if num_returns is None else int(num_returns)
+
+
+class CoreWorker(Runtime):
+    def __init__(self, *, mode: str, node: dict, job_id: ids_mod.JobID, config: Config, gcs,
+                 worker_id: bytes | None = None, object_id_seed: int | None = None,
+                 namespace: str = "default", detached_actors_by_default: bool = False):
         self.mode = mode
         self.node = node
         self.node_id: bytes = bytes.fromhex(node["node_id"])
         self.node_ip: str = node["node_ip"]
         self.config = config
         self.gcs = gcs
-        self.job_id = job_id
-        self.job_id_bytes = job_id.binary()
-        self.job_hex = job_id.hex()
-        self.namespace = namespace
         self.worker_id = worker_id or os.urandom(20)
         self.shutting_down = False
-        self.ids = ids_mod.IdGenerator(job_id, object_id_seed)
-        self.base_task_id = self.ids.next_task_id()
-        self.current_task_id = self.base_task_id
-        self.resource_ids: dict = {}
-        self.actor_id: bytes | None = None
-        self.actor_owner = None
-        # [group id hex, bundle index, capture child tasks] while running in a placement group.
-        self.placement_group = None
-        # Resolved runtime_env of this job (driver) or of this worker (ray._private.runtime_env).
-        self.runtime_env: dict = {}
-        self.memory_store = MemoryStore()
-        self.refs = ReferenceCounter(self._on_ref_freed)
-        self.functions = FunctionManager(gcs, self.job_hex, config.load_code_from_local)
-        self.submitter = TaskSubmitter(self)
-        self.executor = TaskExecutor(self)
-        self.actors = None  # set below (ActorManager) to avoid an import cycle
-        self._peers: dict[bytes, RpcPeer] = {}
-        self._raylet_peers: dict[str, RpcPeer] = {}
-        self._unreachable_raylets: dict[str, float] = {}  # node id -> when a connect failed
-        self._peers_lock = threading.Lock()
-        self._blocked_depth = 0
-        self._requested: set[bytes] = set()
-        self._lineage: dict[bytes, PendingTask] = {}
-        self._decrefs: collections.deque = collections.deque()
-        self._profile_events = EventBuffer(config.max_profile_events_buffered)
-        self.handlers = self._make_handlers()
-        self.pushed_errors: list = []
         self.address_info: dict = {}
-        self.node_processes = None
+        self.node_processes = None  # the embedded cluster a driver started (ray.init())
+        self.dashboard_process = None  # a dashboard this driver started on a joined cluster
+        self._pushed_errors: list[dict] = []
+        self._shutdown_hooks: list[Callable[[], None]] = []
+        self._decrefs: collections.deque = collections.deque()
+        is_down: Callable[[], bool] = lambda: self.shutting_down  # noqa: E731
 
+        self.job = JobState(job_id, gcs, load_code_from_local=config.load_code_from_local,
+                            object_id_seed=object_id_seed, namespace=namespace,
+                            detached_actors_by_default=detached_actors_by_default)
+        self.context = TaskContext(self.job.ids.next_task_id())
         self.loop = EventLoop(name=f"ray-io-{mode}", spin_s=config.io_spin_us / 1e6)
         self.loop.start()
-        self._listen()
-        self.raylet = self._connect_raylet(node["raylet_socket"])
+        self.peers = PeerPool(self.loop, node_id_hex=node["node_id"], node_ip=self.node_ip,
+                              worker_id=self.worker_id,
+                              socket_dir=socket_dir(node["session_dir"]))
+        self.address: OwnerAddress = self.peers.address
+        self.raylet = self.peers.connect_raylet(node["raylet_socket"],
+                                                config.gcs_connect_timeout_s, self._raylet_lost)
         if mode == MODE_DRIVER:
             os.environ.setdefault(
-                "PLASMA_CLIENT_PREFAULT_BYTES", str(config.object_store_prefault_bytes)
-            )
+                "PLASMA_CLIENT_PREFAULT_BYTES", str(config.object_store_prefault_bytes))
             # In the background: ray.init returns before the driver's page tables are
             # populated (a big put in the first second populates its own pages).
             os.environ.setdefault("PLASMA_CLIENT_PREFAULT_MODE", "background")
         self.plasma = plasma.connect(node["plasma_socket"])
 
-        from ray._private.runtime.actor_manager import ActorManager
-
-        self.actors = ActorManager(self)
-        self._flusher = profiling.PeriodicFlusher(config.task_events_flush_period_s,
-                                                  self.flush_profile_events)
+        self.memory_store = MemoryStore(held_lock=lambda: WaitLock(self.loop))
+        self.refs = ReferenceCounter(self._on_ref_freed)
+        self.objects = ObjectClient(
+            memory_store=self.memory_store, refs=self.refs, store=self.plasma,
+            peers=self.peers, job=self.job, context=self.context, node_id=self.node_id,
+            max_inline_bytes=config.max_inline_bytes, is_worker=mode == MODE_WORKER)
+        events = task_events.recorder_for(config, node_id=self.node_id,
+                                          worker_id=self.worker_id)
+        self.generators = GeneratorStreams(self.objects, self.refs)
+        self.ledger = TaskLedger(self.objects, self.refs, self.generators, events)
+        self.profiler = Profiler(gcs, enabled=config.profiling_enabled,
+                                 capacity=config.max_profile_events_buffered,
+                                 flush_period_s=config.task_events_flush_period_s,
+                                 node_ip=self.node_ip,
+                                 component=f"{mode}:{self.worker_id.hex()}",
+                                 task_events=events)
+        self.leases = LeaseClient(peers=self.peers, gcs=gcs, loop=self.loop,
+                                  job=self.job, owner=self.address,
+                                  is_shutting_down=is_down)
+        self.submitter = TaskSubmitter(leases=self.leases, ledger=self.ledger,
+                                       objects=self.objects, loop=self.loop, config=config,
+                                       is_shutting_down=is_down, task_events=events)
+        self.actors = ActorManager(
+            leases=self.leases, ledger=self.ledger, objects=self.objects, peers=self.peers,
+            gcs=gcs, job=self.job, context=self.context, profiler=self.profiler,
+            config=config, loop=self.loop,
+            is_shutting_down=is_down)
+        self.executor = TaskExecutor(
+            context=self.context, job=self.job, objects=self.objects, gcs=gcs,
+            profiler=self.profiler, node_ip=self.node_ip, notify_owner=self._notify_owner,
+            cancel_children=self.submitter.cancel_children, task_queue=LoopQueue(self.loop))
+        if mode == MODE_WORKER:
+            self.objects.before_wait = self.executor.send_finished
+        self._placement_groups = PlacementGroupClient(
+            gcs=gcs, head_raylet=self.peers.raylet_for, objects=self.objects, job=self.job)
+        self.introspection = Introspection(
+            gcs=gcs, refs=self.refs, objects=self.objects, context=self.context, job=self.job,
+            address=self.address, node_id=self.node_id, mode=mode, is_shutting_down=is_down)
+        self._register_handlers()
         gcs.subscribe_obj(keys.CHANNEL_NODES, self._on_node_event)
-        introspection.install(self)
+        self.introspection.install()
         self.loop.call_later(0.01, self._periodic_drain)
 
-    # -- wiring -------------------------------------------------------------------
-    def _make_handlers(self):
-        return {
-            "push_tasks": lambda peer, specs: self.executor.push(peer, specs),
-            "tasks_done": self._on_tasks_done,
-            "get_object": self._handle_get_object,
-            "add_borrower": lambda peer, oid, who: self.refs.add_borrower(oid, who),
-            "remove_borrower": lambda peer, oid, who: self.refs.remove_borrower(oid, who),
-            "lease_reclaim": lambda peer, worker_id: self.submitter.reclaim(worker_id),
-            "exit": self._handle_exit,
-            "ping": lambda peer: "pong",
-        }
+    # -- wiring ---------------------------------------------------------------------
+    def _register_handlers(self) -> None:
+        handle = self.peers.handle
+        refs = self.refs
+        handle("push_tasks", self.executor.push)
+        handle("cancel_task", self.executor.cancel)
+        handle("tasks_done", self._on_tasks_done)
+        handle("generator_item", self.generators.item_arrived)
+        handle("get_object", self.objects.serve_get_object)
+        handle("add_borrower", lambda peer, oid, who: refs.add_borrower(oid, who))
+        handle("remove_borrower", lambda peer, oid, who: refs.remove_borrower(oid, who))
+        handle("lease_reclaim", lambda peer, worker_id: self.submitter.reclaim(worker_id))
+        handle("exit", self._handle_exit)
+        handle("ping", lambda peer: "pong")
 
-    def _on_tasks_done(self, peer, done):
-        ctx = peer.context
-        if "actor" in ctx:
-            self.actors.on_tasks_done(peer, done)
+    def _on_tasks_done(self, peer: RpcPeer, done: list) -> None:
+        results = [TaskDone.from_wire(d) for d in done]
+        if self.submitter.runs_tasks_on(peer):
+            self.submitter.tasks_done(peer, results)
         else:
-            self.submitter.on_tasks_done(peer, done)
+            self.actors.tasks_done(peer, results)
 
-    def _new_peer(self, write, name):
-        peer = RpcPeer(write, self.handlers, name=name, on_close=self._peer_closed)
-        peer.context["on_close"] = []
-        return peer
+    def _notify_owner(self, owner: OwnerAddress, method: str, arg: Any) -> None:
+        self.peers.connect_worker(owner).notify(method, arg)
 
-    def _peer_closed(self, peer):
-        for cb in peer.context.get("on_close", ()):
-            try:
-                cb(peer)
-            except Exception:
-                logger.exception("close callback failed")
-        with self._peers_lock:
-            for key, p in list(self._peers.items()):
-                if p is peer:
-                    del self._peers[key]
-            for key, p in list(self._raylet_peers.items()):
-                if p is peer:
-                    del self._raylet_peers[key]
-
-    def _listen(self):
-        from ray._private.node import socket_dir
-
-        sock_dir = socket_dir(self.node["session_dir"])
-        self.unix_path = os.path.join(sock_dir, f"worker-{self.worker_id.hex()[:16]}")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.unix_path)
-        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        unix.bind(self.unix_path)
-        unix.listen(128)
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.bind((self.node_ip, 0))
-        tcp.listen(128)
-        self.port = tcp.getsockname()[1]
-        self.address = [self.node_ip, self.port, self.unix_path, self.worker_id]
-        self.loop.listen(unix, self._accept)
-        self.loop.listen(tcp, self._accept)
-
-    def _accept(self, sock):
-        if sock.family == socket.AF_INET:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.loop.add_connection(sock, lambda write: self._new_peer(write, "incoming"), server=True)
-
-    def _connect_raylet(self, path):
-        try:
-            sock = connect_socket(path, timeout_s=self.config.gcs_connect_timeout_s)
-        except OSError as exc:
-            raise RayConnectionError(f"Cannot connect to the raylet at {path}: {exc}") from None
-        conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "raylet"))
-        conn.peer.context["on_close"].append(self._raylet_lost)
-        return conn.peer
-
-    def _raylet_lost(self, peer):
+    def _raylet_lost(self, peer: RpcPeer) -> None:
         if not self.shutting_down:
             logger.error("lost the connection to the local raylet")
             if self.mode == MODE_WORKER:
                 os._exit(1)
 
-    def owner_address(self):
-        return self.address
+    def _handle_exit(self, peer: RpcPeer) -> None:
+        if self.mode == MODE_WORKER:
+            self.executor.stop()
 
-    def bind_job(self, job_hex: str) -> None:
-        """A worker serves the job of the first task it runs."""
-        self.job_id = ids_mod.JobID.from_hex(job_hex)
-        self.job_id_bytes = self.job_id.binary()
-        self.job_hex = job_hex
-        self.functions = FunctionManager(self.gcs, job_hex, self.config.load_code_from_local)
-        self.ids = ids_mod.IdGenerator(self.job_id)
-        try:  # the driver's script folder, so its sibling modules import here too
-            job = self.gcs.hget_obj(keys.JOBS, job_hex) or {}
-        except Exception:
-            job = {}
-        for folder in reversed(job.get("sys_path") or []):
-            if folder not in sys.path and os.path.isdir(folder):
-                sys.path.insert(0, folder)
+    def _on_ref_freed(self, object_id: bytes, owned: bool, owner) -> None:
+        self.ledger.forget(object_id)
+        self.objects.free(object_id, owned, self._free_remote)
 
-    def connect_worker(self, address, on_lost=None) -> RpcPeer:
-        worker_id = address[3]
-        with self._peers_lock:
-            peer = self._peers.get(worker_id)
-            if peer is not None and not peer.closed:
-                if on_lost is not None and on_lost not in peer.context["on_close"]:
-                    peer.context["on_close"].append(on_lost)
-                return peer
-        if address[0] == self.node_ip and os.path.exists(address[2]):
-            target = address[2]
-        else:
-            target = (address[0], address[1])
-        sock = connect_socket(target, timeout_s=5.0, retry=False, handshake=False)
-        conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "worker"),
-                                        client_auth=f"worker {address[0]}:{address[1]}")
-        if on_lost is not None:
-            conn.peer.context["on_close"].append(on_lost)
-        with self._peers_lock:
-            existing = self._peers.get(worker_id)
-            if existing is not None and not existing.closed:
-                conn.close("duplicate")
-                if on_lost is not None and on_lost not in existing.context["on_close"]:
-                    existing.context["on_close"].append(on_lost)
-                return existing
-            self._peers[worker_id] = conn.peer
-        return conn.peer
+    def _free_remote(self, node_id: bytes, object_id: bytes) -> None:
+        info = self.gcs.hget_obj(keys.NODES, node_id.hex())
+        if info and info.get("alive", True):
+            raylet = self.peers.raylet_for(RayletAddress.from_node_info(node_id.hex(), info))
+            raylet.notify("free_objects", [object_id])
 
-    def raylet_peer_for(self, target: dict) -> RpcPeer:
-        node_id = target["node_id"]
-        if node_id == self.node["node_id"]:
-            return self.raylet
-        with self._peers_lock:
-            peer = self._raylet_peers.get(node_id)
-            if peer is not None and not peer.closed:
-                return peer
-            failed_at = self._unreachable_raylets.get(node_id)
-        # This runs on the I/O thread (lease replies): a node that just died must not
-        # stall it for a full connect timeout on every spillback that names it.
-        if failed_at is not None and time.monotonic() - failed_at < _UNREACHABLE_FOR_S:
-            raise ConnectionRefusedError(f"raylet {node_id[:8]} was unreachable just now")
-        try:
-            sock = connect_socket(tuple(target["address"]), timeout_s=2.0, retry=False,
-                                  handshake=False)
-        except OSError:
-            with self._peers_lock:
-                self._unreachable_raylets[node_id] = time.monotonic()
-            raise
-        conn = self.loop.add_connection(sock, lambda write: self._new_peer(write, "raylet-remote"),
-                                        client_auth=f"raylet of node {node_id[:8]}")
-        with self._peers_lock:
-            self._raylet_peers[node_id] = conn.peer
-        return conn.peer
+    def _on_node_event(self, _channel, msg: dict) -> None:
+        # While shutting down, our own raylet's exit notice is no reason to rebuild.
+        if msg.get("alive", True) or self.shutting_down:
+            return
+        for task in self.ledger.lost_on_node(bytes.fromhex(msg["node_id"])):
+            self.submitter.resubmit(task)
 
     # -- references ------------------------------------------------------------------
-    def add_local_ref(self, object_id: bytes, owner) -> None:
-        if owner is not None and owner[3] == self.worker_id:
+    def add_local_ref(self, object_id: bytes, owner: OwnerAddress | None) -> None:
+        if owner is not None and owner.worker_id == self.worker_id:
             owner = None
         self.refs.add_local(object_id, owner)
 
@@ -307,7 +240,7 @@ class CoreWorker:
             else:
                 item()
 
-    def defer(self, fn) -> None:
+    def _defer(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` soon, outside any lock (for __del__ hooks)."""
         self._decrefs.append(fn)
 
@@ -320,454 +253,244 @@ class CoreWorker:
             logger.exception("releasing references failed")
         self.loop.call_later(0.01, self._periodic_drain)
 
-    def _on_ref_freed(self, object_id: bytes, owned: bool, owner) -> None:
-        entry = self.memory_store.delete(object_id)
-        task = self._lineage.get(object_id[:16])
-        if task is not None and not any(self.refs.is_tracked(o) for o in task.return_ids):
-            del self._lineage[object_id[:16]]
-            if task.arg_refs:
-                self.refs.remove_submitted(task.arg_refs)
-        if self.shutting_down:
-            return
-        if owned and isinstance(entry, InPlasma):
-            try:
-                if entry.node_id == self.node_id:
-                    self.raylet.notify("free_objects", [object_id])
-                else:
-                    self._free_remote(entry.node_id, object_id)
-            except RayConnectionError:
-                pass
+    def owner_address(self) -> OwnerAddress:
+        return self.address
 
-    def _on_node_event(self, _channel, msg) -> None:
-        # While shutting down, our own raylet's exit notice is no reason to rebuild.
-        if msg.get("alive", True) or self.shutting_down:
-            return
-        dead = bytes.fromhex(msg["node_id"])
-        lost = [oid for oid, entry in list(self.memory_store._entries.items())
-                if isinstance(entry, InPlasma) and entry.node_id == dead]
-        for oid in lost:
-            self.memory_store.delete(oid)
-            task = self._lineage.get(oid[:16])
-            if task is not None and task.retries_left != 0:
-                task.retries_left -= 1
-                logger.info("rebuilding %s (its node died) by re-running %s",
-                            oid.hex(), task.spec[3])
-                # Drop the other returns too: they are recomputed together.
-                for other in task.return_ids:
-                    self.memory_store.delete(other)
-                self.submitter.resubmit(task)
-            elif self.refs.is_tracked(oid):
-                self._store_lost(oid, f"its only copy was on node {dead.hex()[:8]}, which died")
-
-    def _free_remote(self, node_id: bytes, object_id: bytes):
-        info = self.gcs.hget_obj(keys.NODES, node_id.hex())
-        if info and info.get("alive", True):
-            peer = self.raylet_peer_for(
-                {"node_id": node_id.hex(), "address": [info["node_ip"], info["raylet_port"]]}
-            )
-            peer.notify("free_objects", [object_id])
-
-    # -- put / store ---------------------------------------------------------------------
-    def put(self, value) -> ObjectRef:
-        if isinstance(value, ObjectRef):
-            raise TypeError(
-                "Calling ray.put on an ObjectRef is not allowed: the ref already names a "
-                "stored value. Put the value itself, or pass the ref around directly."
-            )
+    # -- objects ----------------------------------------------------------------------
+    def put(self, value: Any) -> ObjectRef:
         self._drain_decrefs()  # free what the program dropped before allocating more
-        object_id = self.ids.next_put_id(self.current_task_id)
-        self.refs.add_owned(object_id)
-        entry, contained = self._store(object_id, value)
-        if contained:
-            self.refs.mark_escaped([r.binary() for r in contained])
-        self.memory_store.put(object_id, entry)
-        return ObjectRef(object_id, None)
+        return self.objects.put(value)
 
-    def _store(self, object_id: bytes, value):
-        serialized, contained = ser.serialize(value)
-        size = serialized.total_bytes
-        if size <= self.config.max_inline_bytes:
-            return Inline(serialized.metadata, serialized.to_bytes()), contained
-        self._put_plasma(object_id, serialized)
-        return InPlasma(self.node_id, size), contained
+    def get(self, refs: list[ObjectRef], timeout_s: float | None) -> list:
+        return self.objects.get(refs, timeout_s)
 
-    def _put_plasma(self, object_id: bytes, serialized) -> None:
-        try:
-            buf = self.plasma.create(object_id, serialized.total_bytes, serialized.metadata)
-        except plasma.errors.ObjectStoreFullError as exc:
-            raise ObjectStoreFullError(
-                f"{exc} Free references to objects you no longer need, or start ray with a "
-                "larger object_store_memory."
-            ) from None
-        try:
-            serialized.write_to(buf)
-        except BaseException:
-            buf.release()
-            self.plasma.abort(object_id)
-            raise
-        buf.release()
-        self.plasma.seal(object_id)
-        self.plasma.release(object_id)
+    def wait(self, refs: list[ObjectRef], num_returns: int, timeout_s: float | None,
+             fetch_local: bool = True) -> tuple[list[ObjectRef], list[ObjectRef]]:
+        return self.objects.wait(refs, num_returns, timeout_s)
 
-    def store_return(self, object_id: bytes, value):
-        serialized, contained = ser.serialize(value)
-        if contained:
-            self.refs.mark_escaped([r.binary() for r in contained])
-        size = serialized.total_bytes
-        if size <= self.config.max_inline_bytes:
-            return [object_id, RESULT_INLINE, serialized.metadata, serialized.to_bytes()]
-        self._put_plasma(object_id, serialized)
-        return [object_id, RESULT_PLASMA, self.node_id, size]
+    def as_future(self, ref: ObjectRef):
+        return self.objects.as_future(ref)
 
-    def store_results(self, results, task=None) -> None:
-        for object_id, kind, a, b in results:
-            if kind == RESULT_INLINE:
-                self.memory_store.put(object_id, Inline(a, b))
-            else:
-                if task is not None and task.retries_left != 0:
-                    # Keep the spec (and its arguments) so a lost copy can be rebuilt.
-                    self._lineage[object_id[:16]] = task
-                self.memory_store.put(object_id, InPlasma(a, b))
+    # -- tasks ------------------------------------------------------------------------
+    def export_function(self, fn: Any) -> bytes:
+        return self.job.functions.export(fn)
 
-    # -- tasks ------------------------------------------------------------------------------
-    def build_args(self, args, kwargs):
-        """Encode arguments; returns (encoded, kwarg_names, deps, pinned_ids)."""
-        encoded, deps, pinned = [], [], []
-        values = list(args) + list(kwargs.values()) if kwargs else args
-        for value in values:
-            if isinstance(value, ObjectRef):
-                oid = value.binary()
-                owner = value.owner_address()
-                pinned.append(oid)
-                if owner is None or owner[3] == self.worker_id:
-                    entry = self.memory_store.get(oid)
-                    if isinstance(entry, Inline):  # the id stays for the timeline's arrows
-                        encoded.append([ARG_INLINE, entry.metadata, entry.data, oid])
-                        continue
-                    if entry is None:
-                        deps.append(oid)
-                    encoded.append([ARG_REF, oid, self.address])
-                else:
-                    encoded.append([ARG_REF, oid, owner])
-                continue
-            serialized, contained = ser.serialize(value)
-            if contained:
-                self.refs.mark_escaped([r.binary() for r in contained])
-            if serialized.total_bytes <= self.config.max_inline_bytes:
-                encoded.append([ARG_INLINE, serialized.metadata, serialized.to_bytes()])
-            else:  # implicit put: large arguments go through the object store once
-                oid = self.ids.next_put_id(self.current_task_id)
-                self.refs.add_owned(oid)
-                self._put_plasma(oid, serialized)
-                self.memory_store.put(oid, InPlasma(self.node_id, serialized.total_bytes))
-                pinned.append(oid)
-                encoded.append([ARG_REF, oid, self.address])
-        self.refs.add_submitted(pinned)
-        return encoded, list(kwargs) if kwargs else [], deps, pinned
+    def _lease_env(self, opts: TaskOptions | ActorOptions):
+        if opts.runtime_env is None and not self.job.runtime_env:
+            return None
+        return runtime_env.for_submission(
+            self.job.runtime_env, opts.runtime_env, opts, owner_id=self.worker_id,
+            gcs=self.gcs, max_bytes=self.config.runtime_env_max_package_bytes)
 
-    def inline_resolved_args(self, spec) -> None:
-        args = spec[ARGS]
-        for i, arg in enumerate(args):
-            if arg[0] == ARG_REF and arg[2][3] == self.worker_id:
-                entry = self.memory_store.get(arg[1])
-                if isinstance(entry, Inline):
-                    args[i] = [ARG_INLINE, entry.metadata, entry.data, arg[1]]
-
-    def new_return_refs(self, task_id: bytes, num_returns: int) -> list[ObjectRef]:
-        refs = []
-        for i in range(1, num_returns + 1):
-            oid = task_id + i.to_bytes(4, "little")
-            self.refs.add_owned(oid)
-            refs.append(ObjectRef(oid, None))
-        return refs
-
-    def submit_task(self, function_id, name, args, kwargs, opts) -> list[ObjectRef]:
+    def submit_task(self, function_id: bytes, name: str, args: tuple, kwargs: dict,
+                    opts: TaskOptions) -> list[ObjectRef]:
         if self._decrefs:
             self._drain_decrefs()
-        encoded, kw_names, deps, pinned = self.build_args(args, kwargs)
-        task_id = self.ids.next_task_id()
-        num_returns = opts.num_returns
-        options = {"max_calls": opts.max_calls} if opts.max_calls else None
-        strategy = opts.strategy()
-        if strategy is None and self.placement_group is not None and self.placement_group[2]:
-            opts = placement_groups.captured(opts, self.placement_group)
-            strategy = opts.strategy()
-        if strategy is not None and hasattr(strategy, "placement_group"):
-            options = dict(options or {}, pg=placement_groups.spec_entry(strategy))
-            strategy = None  # the rewritten shape steers it
-        spec = [
-            task_id, self.job_hex, function_id, name, encoded, kw_names, num_returns,
-            self.address, options, None, KIND_NORMAL, None, None, 0, self.submit_stamp(),
-        ]
-        refs = self.new_return_refs(task_id, num_returns)
-        shape = opts.resource_shape()
-        task = PendingTask(
-            spec, opts.shape_key(), opts.max_retries,
-            [r.binary() for r in refs], pinned,
+        encoded = self.objects.encode_args(args, kwargs, name)
+        task_id = self.job.ids.next_task_id()
+        running_in = self.context.placement_group
+        if running_in is None and opts.strategy() is None:
+            strategy = group = None  # no placement group involved: nothing to resolve
+        else:
+            placed = placement_groups.place(opts, running_in)
+            opts, strategy, group = placed.opts, placed.strategy, placed.group
+        num_returns = _wire_num_returns(opts.num_returns)
+        spec = TaskSpec(
+            task_id=task_id, job_id=self.job.hex, function_id=function_id, name=name,
+            args=encoded.args, kwarg_names=encoded.kwarg_names, num_returns=num_returns,
+            owner=self.address, kind=TaskKind.NORMAL, submitted_at=self.profiler.submit_stamp(),
+            max_calls=opts.max_calls, placement_group=group,
+            enable_task_events=opts.enable_task_events,
         )
-        if opts.runtime_env is not None or self.runtime_env:
-            task.runtime_env = runtime_env.for_submission(self, opts.runtime_env, opts)
-        self.submitter.submit(task, shape, deps, strategy)
+        refs = self.objects.new_return_refs(task_id, num_returns)
+        task = PendingTask(spec, opts.shape_key(), opts.max_retries,
+                           [r.binary() for r in refs], encoded.pinned,
+                           runtime_env=self._lease_env(opts),
+                           retry_exceptions=opts.retry_exceptions,
+                           parent_task_id=self.context.task_id
+                           if self.context.running_task() else None)
+        if opts.enable_task_events:
+            self.profiler.task_events.submitted(
+                task_id, name=name, kind=TaskKind.NORMAL, job_hex=self.job.hex, actor_id=None,
+                parent_task_id=self.context.task_id, waits_for_args=bool(encoded.deps))
+        if num_returns == NUM_RETURNS_STREAMING:
+            self.generators.open(task_id)
+            refs = [ObjectRefGenerator(refs[0], self)]  # type: ignore[list-item]
+        self.submitter.submit(task, opts.resource_shape(), encoded.deps, strategy)
         return refs
 
-    def task_finished(self, task: PendingTask) -> None:
-        if task.arg_refs and task.spec[0] not in self._lineage:
-            self.refs.remove_submitted(task.arg_refs)
+    def create_actor(self, class_id: bytes, cls: type, methods: dict, args: tuple,
+                     kwargs: dict, opts: ActorOptions) -> bytes:
+        return self.actors.create(class_id, cls, methods, args, kwargs, opts)
 
-    def fail_task(self, task: PendingTask, error: BaseException) -> None:
-        small = ser.serialize_error(error)
-        for oid in task.return_ids:
-            self.memory_store.put(oid, Inline(small.metadata, small.data))
-        self.task_finished(task)
-        if task.on_done is not None:
-            task.on_done(task, None, error)
+    def submit_actor_task(self, actor_id: bytes, method: str, args: tuple, kwargs: dict,
+                          num_returns: int | str, enable_task_events: bool = True, *,
+                          name: str | None = None, concurrency_group: str | None = None,
+                          retry_exceptions: bool | tuple = False,
+                          max_task_retries: int | None = None) -> list[ObjectRef]:
+        n = _wire_num_returns(num_returns)
+        refs = self.actors.submit(actor_id, method, args, kwargs, n, enable_task_events,
+                                  name=name, concurrency_group=concurrency_group,
+                                  retry_exceptions=retry_exceptions,
+                                  max_task_retries=max_task_retries)
+        if n == NUM_RETURNS_STREAMING:
+            self.generators.open(refs[0].task_id())
+            return [ObjectRefGenerator(refs[0], self)]  # type: ignore[list-item]
+        return refs
 
-    def report_task_error(self, name: str, traceback_str: str) -> None:
-        error = {"type": "task", "name": name, "pid": os.getpid(), "ip": self.node_ip,
-                 "message": traceback_str, "time": time.time(), "job_id": self.job_hex}
-        try:  # kept per job for ray.errors(all_jobs=True) and the dashboard
-            import msgpack
+    # -- generators ---------------------------------------------------------------------
+    def next_generator_item(self, generator_id: bytes, index: int,
+                            timeout_s: float | None) -> ObjectRef:
+        return self.generators.next_item(generator_id, index, timeout_s)
 
-            self.gcs.sharded_rpush(keys.errors(self.job_hex),
-                                   msgpack.packb(error, use_bin_type=True), max_len=1000)
-            self.gcs.publish_obj(keys.channel_errors(self.job_hex), error)
-        except Exception:
-            logger.debug("could not report a task error", exc_info=True)
+    def generator_item_ready(self, generator_id: bytes, index: int) -> bool:
+        return self.generators.item_ready(generator_id, index)
 
-    # -- get / wait --------------------------------------------------------------------------
-    def _request_from_owner(self, object_id: bytes, owner) -> None:
-        """Ask ``owner`` for the object; the answer lands in our memory store."""
-        try:
-            peer = self.connect_worker(owner)
-        except OSError as exc:
-            self._store_lost(object_id, f"its owner at {owner[0]}:{owner[1]} is unreachable ({exc})")
-            return
-        fut = peer.call("get_object", object_id)
+    def generator_exhausted(self, generator_id: bytes, index: int) -> bool:
+        return self.generators.exhausted(generator_id, index)
 
-        def done(f):
-            try:
-                reply = f.result()
-            except (RemoteError, RayConnectionError) as exc:
-                self._store_lost(object_id, f"its owner died ({exc})")
-                return
-            kind, a, b = reply
-            self.memory_store.put(object_id, Inline(a, b) if kind == RESULT_INLINE else InPlasma(a, b))
+    def release_generator(self, generator_id: bytes) -> None:
+        self._defer(lambda: self.generators.release(generator_id))
 
-        fut.add_done_callback(done)
+    def actor_handle_created(self, actor_id: bytes) -> None:
+        self.actors.handle_created(actor_id)
 
-    def _store_lost(self, object_id: bytes, reason: str):
-        small = ser.serialize_error(ObjectLostError(object_id.hex(), reason))
-        self.memory_store.put(object_id, Inline(small.metadata, small.data))
-
-    def _handle_get_object(self, peer, object_id: bytes):
-        entry = self.memory_store.get(object_id)
-        if entry is not None:
-            return self._encode_entry(entry)
-        if not self.refs.is_tracked(object_id):
-            raise KeyError(f"object {object_id.hex()} is not owned here (freed or never created)")
-        deferred = Deferred()
-
-        def ready():
-            deferred.resolve(self._encode_entry(self.memory_store.get(object_id)))
-
-        self.memory_store.on_ready([object_id], ready)
-        return deferred
-
-    @staticmethod
-    def _encode_entry(entry):
-        if isinstance(entry, Inline):
-            return [RESULT_INLINE, entry.metadata, entry.data]
-        return [RESULT_PLASMA, entry.node_id, entry.size]
-
-    def _ensure_requested(self, pairs) -> None:
-        for object_id, owner in pairs:
-            if owner is None or owner[3] == self.worker_id:
-                continue
-            if self.memory_store.contains(object_id):
-                continue
-            # One request per object per process: remember it in the peer-independent set.
-            if object_id in self._requested:
-                continue
-            self._requested.add(object_id)
-            self._request_from_owner(object_id, owner)
-
-    def get(self, refs, timeout_s: float | None):
-        return self.get_by_ids([(r.binary(), r.owner_address()) for r in refs], timeout_s)
-
-    def get_by_ids(self, pairs, timeout_s: float | None):
-        self._ensure_requested(pairs)
-        ids = [oid for oid, _ in pairs]
-        unique = list(dict.fromkeys(ids))
-        if not all(self.memory_store.contains(oid) for oid in unique):
-            self._set_blocked(True)
-            try:
-                ok = self.memory_store.wait(unique, len(unique), timeout_s)
-            finally:
-                self._set_blocked(False)
-            if not ok:
-                missing = [oid.hex() for oid in unique if not self.memory_store.contains(oid)]
-                raise GetTimeoutError(
-                    f"ray.get timed out after {timeout_s} s waiting for {len(missing)} of "
-                    f"{len(unique)} objects (first: {missing[0]})."
-                )
-        for oid in unique:
-            self._requested.discard(oid)
-        return [self._value(oid) for oid in ids]
-
-    def _value(self, object_id: bytes):
-        entry = self.memory_store.get(object_id)
-        if entry is None:
-            raise ObjectLostError(object_id.hex(), "it was freed while being read")
-        if isinstance(entry, Inline):
-            return ser.deserialize(entry.metadata, entry.data)
-        if entry.node_id != self.node_id:
-            self._pull(object_id, entry.node_id)
-        got = self.plasma.get_buffers([object_id], timeout_ms=0, with_meta=True)[0]
-        if got is None:
-            raise ObjectLostError(object_id.hex(), "it is no longer in the object store")
-        data, metadata = got
-        return ser.deserialize(metadata, data)
-
-    def _pull(self, object_id: bytes, node_id: bytes) -> None:
-        try:
-            self.raylet.call_sync("pull_object", object_id, node_id, timeout=None)
-        except RemoteError as exc:
-            raise ObjectLostError(object_id.hex(), f"it could not be fetched: {exc}") from None
-
-    def _set_blocked(self, blocked: bool) -> None:
-        if self.mode != MODE_WORKER or self.current_task_id == self.base_task_id:
-            return
-        try:
-            self.raylet.notify("notify_blocked" if blocked else "notify_unblocked", self.worker_id)
-        except RayConnectionError:
-            pass
-
-    def wait(self, refs, num_returns: int, timeout_s: float | None, fetch_local: bool = True):
-        pairs = [(r.binary(), r.owner_address()) for r in refs]
-        self._ensure_requested(pairs)
-        ids = [oid for oid, _ in pairs]
-        self._set_blocked(True)
-        try:
-            self.memory_store.wait(ids, num_returns, timeout_s)
-        finally:
-            self._set_blocked(False)
-        ready, not_ready = [], []
-        for ref in refs:
-            if len(ready) < num_returns and self.memory_store.contains(ref.binary()):
-                ready.append(ref)
-            else:
-                not_ready.append(ref)
-        return ready, not_ready
-
-    def as_future(self, ref):
-        import concurrent.futures
-
-        fut = concurrent.futures.Future()
-        pair = (ref.binary(), ref.owner_address())
-        self._ensure_requested([pair])
-
-        def ready():
-            try:
-                fut.set_result(self._value(pair[0]))
-            except BaseException as exc:  # noqa: BLE001
-                fut.set_exception(exc)
-
-        self.memory_store.on_ready([pair[0]], lambda: threading.Thread(target=ready).start())
-        return fut
-
-    # -- profiling ----------------------------------------------------------------------------
-    def profile_span(self, event_type: str, name: str, extra=None):
-        """A context manager recording one timeline span (a no-op with profiling off)."""
-        if not self.config.profiling_enabled:
-            return profiling.NO_SPAN
-        return profiling.Span(self._profile_events, event_type, name, extra)
-
-    def profile_events(self):
-        """The event buffer, or None with profiling off (for per-task hot paths)."""
-        return self._profile_events if self.config.profiling_enabled else None
-
-    def submit_stamp(self):
-        """A new task spec's SUBMITTED field: where the timeline's scheduling phase starts."""
-        return time.time() if self.config.profiling_enabled else None
-
-    # -- public-API helpers -------------------------------------------------------------
-    def export_function(self, fn) -> bytes:
-        return self.functions.export(fn)
-
-    def resource_ids_now(self) -> dict:
-        return self.resource_ids or {}
-
-    def nodes(self):
-        return cluster_info.nodes(self.gcs)
-
-    def cluster_resources(self):
-        return cluster_info.cluster_resources(self.gcs, self.config.heartbeat_timeout_s)
-
-    def available_resources(self):
-        return cluster_info.available_resources(self.gcs, self.config.heartbeat_timeout_s)
+    def actor_handle_deleted(self, actor_id: bytes) -> None:
+        self._defer(lambda: self.actors.handle_deleted(actor_id))
 
     def kill_actor(self, actor_id: bytes, no_restart: bool) -> None:
         self.actors.kill(actor_id, no_restart)
 
-    def get_named_actor(self, name: str, namespace: str | None):
-        return self.actors.get_named(name, namespace or self.namespace)
+    def named_actor(self, name: str, namespace: str | None) -> ActorInfo:
+        return self.actors.named(name, namespace or self.job.namespace)
 
-    def cancel(self, ref, force: bool) -> None:
-        self.submitter.cancel(ref.binary(), force)
+    def exit_actor(self) -> None:
+        self.executor.request_exit("exit_actor() was called in the actor's code")
 
-    def flush_profile_events(self) -> None:
-        profiling.flush(self.gcs, self._profile_events, self.node_ip,
-                        f"{self.mode}:{self.worker_id.hex()}")
+    def actor_info(self, actor_id: bytes) -> ActorInfo:
+        return self.actors.info(actor_id)
 
-    # -- lifecycle --------------------------------------------------------------------------------
-    def _handle_exit(self, peer):
-        if self.mode == MODE_WORKER:
-            self.executor.stop()
+    def cancel(self, ref: ObjectRef, force: bool, recursive: bool) -> None:
+        """``ray.cancel``: the one entry point for normal tasks and actor calls."""
+        owner = ref.owner_address()
+        if owner is not None and owner.worker_id != self.worker_id:
+            raise ValueError(
+                f"ray.cancel({ref}): only the process that submitted a task can cancel it "
+                f"(its owner is {owner}); cancel it there.")
+        task_id = ref.task_id()
+        if self.submitter.cancel(task_id, force, recursive):
+            return
+        self.actors.cancel(task_id, force, recursive)
 
-    # -- actors -------------------------------------------------------------------------------------
-    def create_actor(self, class_id, cls, methods, args, kwargs, opts) -> bytes:
-        return self.actors.create(class_id, cls, methods, args, kwargs, opts)
+    # -- who and where ------------------------------------------------------------------
+    @property
+    def runtime_env(self) -> dict:
+        return self.job.runtime_env
 
-    def submit_actor_task(self, actor_id, method, args, kwargs, num_returns):
-        return self.actors.submit(actor_id, method, args, kwargs, num_returns)
+    @runtime_env.setter
+    def runtime_env(self, value: dict) -> None:
+        self.job.runtime_env = value
 
-    def actor_handle_created(self, actor_id):
-        self.actors.handle_created(actor_id)
+    def identity(self) -> Identity:
+        ctx = self.context
+        pg = ctx.placement_group
+        return Identity(
+            job_id=self.job.hex, node_id=self.node["node_id"], worker_id=self.worker_id.hex(),
+            namespace=self.job.namespace,
+            task_id=ctx.task_id.hex() if ctx.running_task() else None,
+            actor_id=None if ctx.actor_id is None else ctx.actor_id.hex(),
+            placement_group_id=None if pg is None else pg.group_id,
+            task_name=ctx.task_name if ctx.running_task() else None,
+            actor_name=ctx.actor_name, actor_restarts=ctx.actor_restarts,
+            capture_child_tasks=bool(pg is not None and pg.capture_child_tasks),
+            gcs_address=getattr(self.gcs, "address", None))
 
-    def actor_handle_deleted(self, actor_id):
-        self.defer(lambda: self.actors.handle_deleted(actor_id))
+    def resource_ids_now(self) -> dict:
+        return self.context.resource_ids or {}
 
-    def exit_actor(self):
-        from ray._private.runtime.task_executor import ExitWorker
+    def nodes(self) -> list[dict]:
+        return cluster_info.nodes(self.gcs)
 
-        raise ExitWorker()
+    def cluster_resources(self) -> dict:
+        return cluster_info.cluster_resources(self.gcs, self.config.heartbeat_timeout_s)
+
+    def available_resources(self) -> dict:
+        try:  # this node's own view is current; the others' come from their heartbeats
+            here = self.peers.local_raylet().call_sync("available_resources", timeout=10)
+        except (RayError, RemoteError, OSError, TimeoutError) as exc:
+            logger.debug("local raylet did not say what it has free: %s", exc)
+            here = None
+        local = None if here is None else (self.node_id.hex(), here)
+        return cluster_info.available_resources(self.gcs, self.config.heartbeat_timeout_s,
+                                                local=local)
+
+    # -- cluster services ------------------------------------------------------------------
+    def gcs_client(self):
+        return self.gcs
+
+    def placement_groups(self) -> PlacementGroupClient:
+        return self._placement_groups
+
+    def timeline_events(self) -> list[dict]:
+        self.profiler.flush()
+        return profiling.decode_batches(self.gcs.sharded_lrange(keys.PROFILE_EVENTS, 0))
+
+    def profile_span(self, event_type: str, name: str, extra: dict | None = None):
+        return self.profiler.span(event_type, name, extra)
+
+    def reference_table(self) -> list[dict]:
+        rows, _ = self.introspection.reference_table(limit=10**9)
+        return rows
+
+    def pushed_errors(self) -> list[dict]:
+        return list(self._pushed_errors)
+
+    def record_pushed_error(self, error: dict) -> None:
+        """An error the cluster pushed to this driver (its tasks' failures, warnings)."""
+        self._pushed_errors.append(error)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def add_shutdown_hook(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` at the end of ``shutdown`` (e.g. stop a dashboard this driver started)."""
+        self._shutdown_hooks.append(fn)
+
+    def bind_raylet(self, method: str, *args: Any) -> Any:
+        """Register this process with its raylet (``register_driver``/``register_worker``)."""
+        return self.raylet.call_sync(method, *args, timeout=30)
 
     def shutdown(self) -> None:
         if self.shutting_down:
             return
-        self._flusher.stop()
-        with contextlib.suppress(Exception):
-            self.flush_profile_events()
+        self.profiler.stop()
+        try:
+            self.profiler.flush()
+        except RayError as exc:
+            logger.debug("last profile events lost at shutdown: %s", exc)
         self.shutting_down = True
-        with contextlib.suppress(Exception):
-            self.submitter.return_all()
-        with contextlib.suppress(Exception):
-            self.actors.shutdown()
+        self.objects.shutting_down = True
+        self.submitter.return_all()
+        self.actors.shutdown()
         time.sleep(0)
         if self.mode == MODE_DRIVER:
-            with contextlib.suppress(Exception):
-                info = self.gcs.hget_obj(keys.JOBS, self.job_hex) or {}
+            try:
+                info = self.gcs.hget_obj(keys.JOBS, self.job.hex) or {}
                 info["alive"] = False
-                self.gcs.hset_obj(keys.JOBS, self.job_hex, info)
-        with contextlib.suppress(Exception):
+                self.gcs.hset_obj(keys.JOBS, self.job.hex, info)
+            except RayError as exc:  # its raylet marks the job finished when we disconnect
+                logger.debug("could not mark job %s finished: %s", self.job.hex, exc)
+        with contextlib.suppress(OSError, RayError):  # the store may be gone already
             self.plasma.disconnect()
         if self.node_processes is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(RayError, TimeoutError):  # killed below regardless
                 self.raylet.call_sync("shutdown", timeout=2)
         self.loop.stop()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(RayError, OSError):  # nothing left to say to Redis
             self.gcs.close()
         if self.node_processes is not None:
             self.node_processes.kill_all()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.unix_path)
+        self.peers.close()
+        for hook in self._shutdown_hooks:
+            hook()
+
+
+__all__ = ["MODE_DRIVER", "MODE_WORKER", "CoreWorker"]

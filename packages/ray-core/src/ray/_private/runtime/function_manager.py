@@ -15,15 +15,24 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
+import logging
+import os
 import sys
 import threading
 
-import cloudpickle
-
+from ray import cloudpickle
 from ray._private.gcs import keys
+from ray._private.runtime import custom_serializers
+from ray._private.runtime.serialization import serializability_report
 from ray.exceptions import RaySystemError
 
+logger = logging.getLogger(__name__)
+
 LOCAL_PREFIX = b"\x00ray-local-code:"
+# An exported function or class preceded by the custom serializers the job's workers
+# apply when they load it: SERIALIZERS_PREFIX + 8-byte length + blob + the export.
+SERIALIZERS_PREFIX = b"\x00ray-serializers:"
 
 
 def local_reference(obj) -> bytes | None:
@@ -54,6 +63,32 @@ def import_local(reference: bytes):
     return getattr(obj, "_function", None) or getattr(obj, "__ray_actor_class__", None) or obj
 
 
+# As Ray: a pickled function or class this big almost always captured a large object by
+# accident (it would be stored in the GCS and loaded by every worker).
+SIZE_WARN_BYTES = 10**7
+SIZE_ERROR_BYTES = int(os.environ.get("RAY_FUNCTION_SIZE_ERROR_THRESHOLD", 10**8))
+
+
+def _check_size(obj, size: int) -> None:
+    if size <= SIZE_WARN_BYTES:
+        return
+    if inspect.isclass(obj):
+        what = f"actor {obj.__name__}"
+    else:
+        what = f"remote function {getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+    if size < SIZE_ERROR_BYTES:
+        logger.warning(
+            "The %s is very large (%d MiB). Check that its definition is not implicitly "
+            "capturing a large array or other object in scope. Tip: use ray.put() to put "
+            "large objects in the Ray object store.", what, size // 2**20)
+        return
+    raise ValueError(
+        f"The {what} is too large ({size // 2**20} MiB > FUNCTION_SIZE_ERROR_THRESHOLD="
+        f"{SIZE_ERROR_BYTES // 2**20} MiB). Check that its definition is not implicitly "
+        "capturing a large array or other object in scope. Tip: use ray.put() to put large "
+        "objects in the Ray object store, and pass the ref to the task instead.")
+
+
 class FunctionManager:
     def __init__(self, gcs, job_hex: str, load_code_from_local: bool = False):
         self._gcs = gcs
@@ -67,13 +102,20 @@ class FunctionManager:
         """Pickle ``obj`` and store it in the GCS (idempotent); return its id."""
         reference = local_reference(obj) if self.load_code_from_local else None
         try:
+            # ray.cloudpickle keeps code objects' file names, so a worker's traceback
+            # shows the source lines of the user's functions.
             pickled = LOCAL_PREFIX + reference if reference else cloudpickle.dumps(obj)
         except Exception as exc:
-            raise TypeError(
-                f"Could not serialize {getattr(obj, '__qualname__', obj)!r} for remote "
-                f"execution: {exc}. Remote functions and actor classes must be picklable "
-                "(move locks, sockets and open files into the function body)."
-            ) from exc
+            qualified = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+            what = (f"the actor class {qualified}.__init__" if inspect.isclass(obj)
+                    else f"the function {qualified}")
+            raise TypeError(f"Could not serialize {what}:\n"
+                            f"{serializability_report(obj, exc)}") from exc
+        _check_size(obj, len(pickled))
+        serializers = custom_serializers.shared_blob()
+        if serializers is not None:  # 0.7's register_custom_serializer(local=False)
+            pickled = (SERIALIZERS_PREFIX + len(serializers).to_bytes(8, "little")
+                       + serializers + pickled)
         function_id = hashlib.sha1(pickled).digest()
         with self._lock:
             if function_id in self._exported:
@@ -97,6 +139,11 @@ class FunctionManager:
                 "its state (start the head with `ray start --head --redis-persist` to keep "
                 "it across restarts; define the function again to re-export it)."
             )
+        if pickled.startswith(SERIALIZERS_PREFIX):
+            start = len(SERIALIZERS_PREFIX) + 8
+            size = int.from_bytes(pickled[len(SERIALIZERS_PREFIX):start], "little")
+            custom_serializers.apply_shared(pickled[start:start + size])
+            pickled = pickled[start + size:]
         if pickled.startswith(LOCAL_PREFIX):
             obj = import_local(pickled[len(LOCAL_PREFIX):])
         else:

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
 from ray._private.gcs import keys
-from ray._private.runtime.memory_store import Inline, InPlasma
+from ray._private.messages import Inline, InPlasma, OwnerAddress
+from ray._private.runtime.context import JobState, TaskContext
+from ray._private.runtime.objects import ObjectClient
+from ray._private.runtime.reference_counter import ReferenceCounter
 
 logger = logging.getLogger(__name__)
 
@@ -22,71 +26,82 @@ logger = logging.getLogger(__name__)
 MAX_REFS_REPORTED = 10_000
 
 
-def install(core) -> None:
-    core.gcs.subscribe_obj(keys.CHANNEL_INTROSPECT, lambda _ch, msg: _answer(core, msg))
+class Introspection:
+    def __init__(self, *, gcs, refs: ReferenceCounter, objects: ObjectClient,
+                 context: TaskContext, job: JobState, address: OwnerAddress, node_id: bytes,
+                 mode: str, is_shutting_down: Callable[[], bool]):
+        self._gcs = gcs
+        self._refs = refs
+        self._objects = objects
+        self._context = context
+        self._job = job
+        self._address = address
+        self._node_id = node_id
+        self._mode = mode
+        self._is_shutting_down = is_shutting_down
 
+    def install(self) -> None:
+        self._gcs.subscribe_obj(keys.CHANNEL_INTROSPECT, self._answer)
 
-def _answer(core, msg) -> None:
-    if core.shutting_down or not isinstance(msg, dict) or "id" not in msg:
-        return
-    try:
-        report = snapshot(core, want=msg.get("what") or ())
-        core.gcs.publish_obj(keys.channel_introspect_reply(str(msg["id"])), report)
-    except Exception:
-        logger.debug("introspection reply failed", exc_info=True)
+    def _answer(self, _channel, msg) -> None:
+        if self._is_shutting_down() or not isinstance(msg, dict) or "id" not in msg:
+            return
+        try:
+            report = self.snapshot(want=msg.get("what") or ())
+            self._gcs.publish_obj(keys.channel_introspect_reply(str(msg["id"])), report)
+        except Exception:  # noqa: BLE001 - the asker times out; this process carries on
+            logger.debug("introspection reply failed", exc_info=True)
 
+    def snapshot(self, want=()) -> dict:
+        ctx = self._context
+        running = None
+        if ctx.running_task():
+            name = ctx.actor_class if ctx.actor_id is not None else ctx.task_name
+            running = {"task_id": ctx.task_id.hex(), "name": name or ""}
+        report = {
+            "worker_id": self._address.worker_id.hex(),
+            "pid": os.getpid(),
+            "node_ip": self._address.ip,
+            "node_id": self._node_id.hex(),
+            "mode": self._mode,
+            "job_id": self._job.hex,
+            "actor_id": ctx.actor_id.hex() if ctx.actor_id is not None else None,
+            "actor_class": ctx.actor_class,
+            "address": self._address.host_port(),
+            "running": running,
+        }
+        if "refs" in want:
+            report["refs"], report["refs_not_reported"] = self.reference_table()
+        return report
 
-def snapshot(core, want=()) -> dict:
-    executor = core.executor
-    running = None
-    if core.current_task_id != core.base_task_id:
-        name = executor.actor_class_name if core.actor_id is not None else executor._title
-        running = {"task_id": core.current_task_id.hex(), "name": name or ""}
-    report = {
-        "worker_id": core.worker_id.hex(),
-        "pid": os.getpid(),
-        "node_ip": core.node_ip,
-        "node_id": core.node_id.hex(),
-        "mode": core.mode,
-        "job_id": core.job_hex,
-        "actor_id": core.actor_id.hex() if core.actor_id is not None else None,
-        "actor_class": executor.actor_class_name,
-        "address": f"{core.address[0]}:{core.address[1]}",
-        "running": running,
-    }
-    if "refs" in want:
-        report["refs"], report["refs_not_reported"] = reference_table(core)
-    return report
-
-
-def reference_table(core, limit: int = MAX_REFS_REPORTED) -> tuple[list[dict], int]:
-    table = core.refs.snapshot()
-    rows = []
-    own_address = f"{core.address[0]}:{core.address[1]}"
-    for oid, info in table.items():
-        if len(rows) >= limit:
-            break
-        entry = core.memory_store.get(oid)
-        if isinstance(entry, Inline):
-            size, location = len(entry.data) + len(entry.metadata), "inline"
-        elif isinstance(entry, InPlasma):
-            size, location = entry.size, f"plasma:{entry.node_id.hex()[:8]}"
-        else:
-            size, location = None, "pending" if info["owned"] else "remote"
-        owner = info.get("owner")
-        rows.append({
-            "object_id": oid.hex(),
-            "reference_type": reference_type(info),
-            "size_bytes": size,
-            "location": location,
-            "owned": info["owned"],
-            "owner": own_address if info["owned"] else (
-                f"{owner[0]}:{owner[1]}" if owner else "unknown"),
-            "local_refs": info["local"],
-            "submitted_task_refs": info["submitted"],
-            "borrowers": info["borrowers"],
-        })
-    return rows, max(0, len(table) - len(rows))
+    def reference_table(self, limit: int = MAX_REFS_REPORTED) -> tuple[list[dict], int]:
+        table = self._refs.snapshot()
+        rows: list[dict] = []
+        own_address = self._address.host_port()
+        for oid, info in table.items():
+            if len(rows) >= limit:
+                break
+            entry = self._objects.entry(oid)
+            if type(entry) is Inline:
+                size, location = len(entry.data) + len(entry.metadata), "inline"
+            elif type(entry) is InPlasma:
+                size, location = entry.size, f"plasma:{entry.node_id.hex()[:8]}"
+            else:
+                size, location = None, "pending" if info["owned"] else "remote"
+            owner = info.get("owner")
+            rows.append({
+                "object_id": oid.hex(),
+                "reference_type": reference_type(info),
+                "size_bytes": size,
+                "location": location,
+                "owned": info["owned"],
+                "owner": own_address if info["owned"] else (
+                    owner.host_port() if owner is not None else "unknown"),
+                "local_refs": info["local"],
+                "submitted_task_refs": info["submitted"],
+                "borrowers": info["borrowers"],
+            })
+        return rows, max(0, len(table) - len(rows))
 
 
 def reference_type(info: dict) -> str:
@@ -102,4 +117,4 @@ def reference_type(info: dict) -> str:
     return "PINNED_IN_MEMORY"
 
 
-__all__ = ["MAX_REFS_REPORTED", "install", "reference_table", "reference_type", "snapshot"]
+__all__ = ["MAX_REFS_REPORTED", "Introspection", "reference_type"]

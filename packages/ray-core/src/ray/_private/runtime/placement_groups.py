@@ -8,12 +8,17 @@ CREATED arrives on ``ray:ch:placement_groups`` (one subscription per process).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
+from typing import Any
 
+from ray._private import runtime
 from ray._private.gcs import keys
+from ray._private.messages import PlacementGroupCapture, RayletAddress
 from ray._private.raylet.placement import PG_ID_BYTES, STRATEGIES
+from ray._private.strategies import PlacementGroupSchedulingStrategy
 from ray.exceptions import RayError
 
 CREATED, REMOVED = "CREATED", "REMOVED"
@@ -68,13 +73,11 @@ class PlacementGroup:
 
     def ready(self):
         """An ObjectRef that resolves to this group once all its bundles are reserved."""
-        return _watcher().ready_ref(self)
+        return _client().ready_ref(self)
 
     def wait(self, timeout_seconds: float = 30) -> bool:
         """True once the group is created; False if it is not within the timeout."""
-        import ray
-
-        done, _ = ray.wait([self.ready()], timeout=timeout_seconds)
+        done, _ = runtime.current().wait([self.ready()], 1, timeout_seconds)
         return bool(done)
 
     def __reduce__(self):
@@ -90,27 +93,12 @@ class PlacementGroup:
         return f"PlacementGroup(id={self.id.hex()}, bundles={self._bundles})"
 
 
-def _core():
-    from ray._private import runtime
-
-    core = runtime.current()
-    if not hasattr(core, "gcs"):
-        raise RayError("Placement groups need a cluster: they are not available in "
-                       "local_mode; call ray.init() without local_mode=True.")
-    return core
+def _client() -> PlacementGroupClient:
+    return runtime.current().placement_groups()
 
 
 def _record(pg_hex: str) -> dict | None:
-    return _core().gcs.hget_obj(keys.PLACEMENT_GROUPS, pg_hex)
-
-
-def _head_raylet(core):
-    for node_id, info in core.gcs.hgetall_obj(keys.NODES).items():
-        if info.get("is_head") and info.get("alive", True):
-            return core.raylet_peer_for(
-                {"node_id": node_id, "address": [info["node_ip"], info["raylet_port"]]})
-    raise RayError("the head node is not alive: placement groups need it (it runs the "
-                   "placement group manager). Restart the cluster.")
+    return _client().record(pg_hex)
 
 
 def check_bundles(bundles) -> list[dict]:
@@ -151,58 +139,29 @@ def create(bundles, strategy: str = "PACK", name: str = "", lifetime: str | None
         raise ValueError(f"lifetime must be None or 'detached', got {lifetime!r}")
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a string, got {name!r}")
-    core = _core()
-    pg_id = PlacementGroupID(os.urandom(PG_ID_BYTES))
-    reply = _head_raylet(core).call_sync("create_placement_group", {
-        "placement_group_id": pg_id.hex(), "bundles": bundles, "strategy": strategy,
-        "name": name or "", "namespace": core.namespace, "job_id": core.job_hex,
-        "detached": lifetime == "detached", "pid": os.getpid(),
-        "soft_target": _soft_target_node_id,
-    }, timeout=30)
-    if "error" in reply:
-        raise ValueError(reply["error"])
-    return PlacementGroup(pg_id, bundles)
+    return _client().create(bundles, strategy, name or "", lifetime == "detached",
+                            _soft_target_node_id)
 
 
 def remove(pg: PlacementGroup) -> None:
     if not isinstance(pg, PlacementGroup):
         raise TypeError(f"remove_placement_group needs a PlacementGroup, got {pg!r}")
-    core = _core()
-    reply = _head_raylet(core).call_sync("remove_placement_group", pg.id.hex(), timeout=30)
-    if "error" in reply:
-        raise ValueError(f"{reply['error']}: it was never created in this cluster")
+    _client().remove(pg)
 
 
 def get(name: str, namespace: str | None = None) -> PlacementGroup:
-    core = _core()
-    raw = core.gcs.get(keys.named_placement_group(namespace or core.namespace, name))
-    record = _record(raw.decode()) if raw is not None else None
-    if record is None or record["state"] == REMOVED:
-        raise ValueError(f"Failed to look up placement group {name!r} in namespace "
-                         f"{namespace or core.namespace!r}: no such live group. Check the "
-                         "name (and namespace=), or create it with placement_group(..., "
-                         "name=...).")
-    return PlacementGroup(PlacementGroupID(bytes.fromhex(record["placement_group_id"])),
-                          [dict(b) for b in record["bundles"]])
+    return _client().get(name, namespace)
 
 
 def current() -> PlacementGroup | None:
-    from ray._private import runtime
-
-    core = runtime.current()
-    info = getattr(core, "placement_group", None)
-    if info is None:
+    group_id = runtime.current().identity().placement_group_id
+    if group_id is None:
         return None
-    return PlacementGroup(PlacementGroupID(bytes.fromhex(info[0])))
+    return PlacementGroup(PlacementGroupID(bytes.fromhex(group_id)))
 
 
 def table(pg: PlacementGroup | None = None) -> dict:
-    core = _core()
-    if pg is not None:
-        record = core.gcs.hget_obj(keys.PLACEMENT_GROUPS, pg.id.hex())
-        return _table_entry(record) if record else {}
-    return {pg_hex: _table_entry(r)
-            for pg_hex, r in core.gcs.hgetall_obj(keys.PLACEMENT_GROUPS).items()}
+    return _client().table(pg)
 
 
 def _table_entry(r: dict) -> dict:
@@ -218,60 +177,97 @@ def _table_entry(r: dict) -> dict:
     }
 
 
-class _Watcher:
-    """Resolves this process's ``ready()`` refs from the state-change channel."""
+class PlacementGroupClient:
+    """This process's side of placement groups: requests to the head raylet's manager,
+    reads of the group table, and ``ready()`` refs resolved from the state channel (one
+    subscription per process, made at the first ``ready()``)."""
 
-    def __init__(self, core):
-        self.core = core
-        self.lock = threading.Lock()
-        self.waiting: dict[str, list[tuple[bytes, PlacementGroup]]] = {}
-        core.gcs.subscribe_obj(keys.CHANNEL_PLACEMENT_GROUPS, self._on_change, confirm=True)
+    def __init__(self, *, gcs, head_raylet, objects, job):
+        self._gcs = gcs
+        self._head_raylet = head_raylet  # RayletAddress -> RpcPeer
+        self._objects = objects
+        self._job = job
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[tuple[bytes, PlacementGroup]]] = {}
+        self._subscribed = False
+
+    def record(self, pg_hex: str) -> dict | None:
+        return self._gcs.hget_obj(keys.PLACEMENT_GROUPS, pg_hex)
+
+    def _head(self):
+        for node_id, info in self._gcs.hgetall_obj(keys.NODES).items():
+            if info.get("is_head") and info.get("alive", True):
+                return self._head_raylet(RayletAddress.from_node_info(node_id, info))
+        raise RayError("the head node is not alive: placement groups need it (it runs the "
+                       "placement group manager). Restart the cluster.")
+
+    def create(self, bundles: list[dict], strategy: str, name: str, detached: bool,
+               soft_target: str | None) -> PlacementGroup:
+        pg_id = PlacementGroupID(os.urandom(PG_ID_BYTES))
+        reply = self._head().call_sync("create_placement_group", {
+            "placement_group_id": pg_id.hex(), "bundles": bundles, "strategy": strategy,
+            "name": name, "namespace": self._job.namespace, "job_id": self._job.hex,
+            "detached": detached, "pid": os.getpid(), "soft_target": soft_target,
+        }, timeout=30)
+        if "error" in reply:
+            raise ValueError(reply["error"])
+        return PlacementGroup(pg_id, bundles)
+
+    def remove(self, pg: PlacementGroup) -> None:
+        reply = self._head().call_sync("remove_placement_group", pg.id.hex(), timeout=30)
+        if "error" in reply:
+            raise ValueError(f"{reply['error']}: it was never created in this cluster")
+
+    def get(self, name: str, namespace: str | None) -> PlacementGroup:
+        namespace = namespace or self._job.namespace
+        raw = self._gcs.get(keys.named_placement_group(namespace, name))
+        record = self.record(raw.decode()) if raw is not None else None
+        if record is None or record["state"] == REMOVED:
+            raise ValueError(f"Failed to look up placement group {name!r} in namespace "
+                             f"{namespace!r}: no such live group. Check the name (and "
+                             "namespace=), or create it with placement_group(..., name=...).")
+        return PlacementGroup(PlacementGroupID(bytes.fromhex(record["placement_group_id"])),
+                              [dict(b) for b in record["bundles"]])
+
+    def table(self, pg: PlacementGroup | None) -> dict:
+        if pg is not None:
+            record = self.record(pg.id.hex())
+            return _table_entry(record) if record else {}
+        return {pg_hex: _table_entry(r)
+                for pg_hex, r in self._gcs.hgetall_obj(keys.PLACEMENT_GROUPS).items()}
 
     def ready_ref(self, pg: PlacementGroup):
-        core = self.core
-        ref = core.new_return_refs(core.ids.next_task_id(), 1)[0]
-        with self.lock:
-            self.waiting.setdefault(pg.id.hex(), []).append((ref.binary(), pg))
+        with self._lock:
+            if not self._subscribed:
+                self._gcs.subscribe_obj(keys.CHANNEL_PLACEMENT_GROUPS, self._on_change,
+                                        confirm=True)
+                self._subscribed = True
+        ref = self._objects.new_return_refs(self._job.ids.next_task_id(), 1)[0]
+        with self._lock:
+            self._waiting.setdefault(pg.id.hex(), []).append((ref.binary(), pg))
         # Subscribed first, read second: no state change can fall in between.
-        record = core.gcs.hget_obj(keys.PLACEMENT_GROUPS, pg.id.hex())
+        record = self.record(pg.id.hex())
         if record is None:
-            with self.lock:
-                self.waiting.pop(pg.id.hex(), None)
+            with self._lock:
+                self._waiting.pop(pg.id.hex(), None)
             raise ValueError(f"placement group {pg.id.hex()} does not exist in this cluster")
         self._on_change(None, record)
         return ref
 
-    def _on_change(self, _channel, msg) -> None:
+    def _on_change(self, _channel, msg: dict) -> None:
         state = msg.get("state")
         if state not in (CREATED, REMOVED):
             return
-        with self.lock:
-            waiting = self.waiting.pop(msg["placement_group_id"], [])
-        core = self.core
+        with self._lock:
+            waiting = self._waiting.pop(msg["placement_group_id"], [])
         for oid, pg in waiting:
             if state == CREATED:
-                core.store_results([core.store_return(oid, pg)])
+                ret = self._objects.store_return(oid, pg)
+                self._objects.store_value(ret.object_id, ret.value)
             else:
-                from ray._private.runtime import serialization as ser
-                from ray._private.runtime.memory_store import Inline
-
-                err = RayError(f"placement group {pg.id.hex()} was removed before all its "
-                               "bundles were reserved")
-                small = ser.serialize_error(err)
-                core.memory_store.put(oid, Inline(small.metadata, small.data))
-
-
-_current_watcher: _Watcher | None = None
-_watcher_lock = threading.Lock()
-
-
-def _watcher() -> _Watcher:
-    global _current_watcher
-    core = _core()
-    with _watcher_lock:
-        if _current_watcher is None or _current_watcher.core is not core:  # a new ray.init
-            _current_watcher = _Watcher(core)
-        return _current_watcher
+                self._objects.store_error([oid], RayError(
+                    f"placement group {pg.id.hex()} was removed before all its bundles were "
+                    "reserved"))
 
 
 def wait_state(pg: PlacementGroup, state: str, timeout_s: float) -> bool:
@@ -285,18 +281,41 @@ def wait_state(pg: PlacementGroup, state: str, timeout_s: float) -> bool:
     return False
 
 
-def spec_entry(strategy) -> list:
+def spec_entry(strategy: PlacementGroupSchedulingStrategy) -> PlacementGroupCapture:
     """What a task spec carries about its group (the worker's current group)."""
-    return [strategy.placement_group.id.hex(), strategy.placement_group_bundle_index,
-            strategy.placement_group_capture_child_tasks]
+    return PlacementGroupCapture(strategy.placement_group.id.hex(),
+                                 strategy.placement_group_bundle_index,
+                                 strategy.placement_group_capture_child_tasks)
 
 
-def captured(opts, current: list):
+class Placement:
+    """Where a submission goes: its options (moved into the running task's group when
+    that group captures child tasks), the strategy left for the lease (None, "SPREAD" or
+    node affinity), and the group capture its spec carries."""
+
+    __slots__ = ("opts", "strategy", "group")
+
+    def __init__(self, opts: Any, strategy: Any, group: PlacementGroupCapture | None):
+        self.opts = opts
+        self.strategy = strategy
+        self.group = group
+
+
+def place(opts: Any, running_in: PlacementGroupCapture | None) -> Placement:
+    """Resolve a task's or actor's placement (one rule for both): a task running in a
+    group that captures child tasks puts children without a strategy into it; a group
+    strategy becomes the rewritten resource shape plus the spec's group capture."""
+    strategy = opts.strategy()
+    if strategy is None and running_in is not None and running_in.capture_child_tasks:
+        opts = captured(opts, running_in)
+        strategy = opts.strategy()
+    if isinstance(strategy, PlacementGroupSchedulingStrategy):
+        return Placement(opts, None, spec_entry(strategy))  # the rewritten shape steers it
+    return Placement(opts, strategy, None)
+
+
+def captured(opts: Any, current: PlacementGroupCapture) -> Any:
     """``opts`` moved into the running task's group (placement_group_capture_child_tasks)."""
-    import dataclasses
-
-    from ray._private.strategies import PlacementGroupSchedulingStrategy
-
-    pg = PlacementGroup(PlacementGroupID(bytes.fromhex(current[0])))
+    pg = PlacementGroup(PlacementGroupID(bytes.fromhex(current.group_id)))
     return dataclasses.replace(opts, scheduling_strategy=PlacementGroupSchedulingStrategy(
         pg, -1, placement_group_capture_child_tasks=True))

@@ -7,13 +7,19 @@ pickling so their owner can keep them alive; tiny primitives skip the framing.
 
 from __future__ import annotations
 
+import io
+import logging
 import pickle
 import threading
-
-import cloudpickle
+import traceback
+from typing import Any
 
 from plasma import serialization as _plasma_ser
 from plasma.errors import SerializationError as _SerializationError
+from ray.cloudpickle._inspect import inspect_serializability
+from ray.exceptions import RayTaskError, UnserializableException
+
+logger = logging.getLogger(__name__)
 
 ERROR_METADATA = b"RAY_ERROR"
 PICKLE_METADATA = b"RAY_PICKLE"  # plain pickle bytes, no out-of-band buffers
@@ -55,22 +61,48 @@ def serialize(value):
     return ser, refs
 
 
-def serialize_error(error: BaseException):
-    try:
-        data = cloudpickle.dumps(error)
-    except Exception:
-        from ray.exceptions import RayError
+def serializability_report(value: Any, error: BaseException | None = None) -> str:
+    """What ``ray.util.inspect_serializability`` says about ``value`` (which captured
+    variable or attribute cannot be pickled), for serialization errors (Ray's text), with
+    the pickler's own error (``error``: it names the attribute path) and the fixes inside
+    the report's closing rule."""
+    report = io.StringIO()
+    inspect_serializability(value, print_file=report)
+    text = report.getvalue().rstrip("\n")
+    if error is None:
+        return text + "\n"
+    body, _, rule = text.rpartition("\n")
+    said = str(error)
+    if "register_serializer" not in said:
+        said += (". To fix it: make that object picklable (e.g. give its class __reduce__), "
+                 "create it inside the function or actor instead of capturing it, or "
+                 "register a serializer: ray.util.register_serializer(cls, serializer=..., "
+                 "deserializer=...)")
+    return f"{body}\nThe pickler said: {said}\n{rule}\n"
 
-        data = cloudpickle.dumps(RayError(f"{type(error).__name__}: {error}"))
-    return _Small(ERROR_METADATA, data)
+
+def serialize_error(error: BaseException):
+    """An error as a stored value: the error pickled (serializers registered with
+    ``ray.util.register_serializer`` apply, as to any value) and its text, so a reader
+    that cannot unpickle it still gets ``UnserializableException(text)``."""
+    text = "".join(traceback.format_exception_only(type(error), error)).rstrip("\n")
+    try:
+        inner = _plasma_ser.serialize(error)
+        blob: list[Any] = [inner.metadata, inner.to_bytes(), text]
+    except Exception:  # noqa: BLE001 - unpicklable error: its readers get the text
+        blob = [None, None, text]
+    return _Small(ERROR_METADATA, pickle.dumps(blob, protocol=5))
 
 
 def deserialize(metadata: bytes, data):
-    """Return the value; raise if the stored value is an error."""
+    """Return the value; raise if the stored value is an error (a failed task's
+    ``RayTaskError`` is raised as an instance of its cause's class too, as in Ray)."""
     if metadata == PICKLE_METADATA:
         return pickle.loads(data)
     if metadata == ERROR_METADATA:
-        err = pickle.loads(data)
+        err = load_error(data)
+        if type(err) is RayTaskError:
+            raise err.as_instanceof_cause()
         raise err
     return _plasma_ser.deserialize(data, metadata)
 
@@ -80,7 +112,15 @@ def is_error(metadata: bytes) -> bool:
 
 
 def load_error(data) -> BaseException:
-    return pickle.loads(data)
+    """The stored error, or ``UnserializableException`` with its text when it cannot be
+    unpickled here (its class or its arguments do not load in this process)."""
+    inner_metadata, inner, text = pickle.loads(data)
+    if inner is not None:
+        try:
+            return _plasma_ser.deserialize(inner, inner_metadata)
+        except Exception:  # noqa: BLE001 - reported as UnserializableException below
+            logger.debug("could not unpickle a stored error", exc_info=True)
+    return UnserializableException(text)
 
 
 class _Small:

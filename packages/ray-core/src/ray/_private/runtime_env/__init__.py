@@ -106,38 +106,39 @@ def prepare(local_env: dict | None, *, max_bytes: int) -> Prepared:
     return Prepared(resolved, packages)
 
 
-def for_submission(core, local_env: dict | None, cache_on) -> LeaseEnv | None:
-    """The env a task or actor submitted by ``core`` runs in (None: no env at all).
+def for_submission(base: dict, local_env: dict | None, cache_on, *, owner_id: bytes, gcs,
+                   max_bytes: int) -> LeaseEnv | None:
+    """The env a task or actor submitted by the process ``owner_id`` runs in (None: no
+    env at all).
 
     ``local_env`` (validated, from the options) is packed and uploaded once per
-    ``cache_on`` object (the frozen options) and laid over ``core.runtime_env``: the
-    job's env in a driver, the worker's own env in a worker (children inherit).
+    ``cache_on`` object (the frozen options) and laid over ``base``: the job's env in
+    a driver, the worker's own env in a worker (children inherit).
     """
-    base = core.runtime_env
     cached = cache_on.__dict__.get("_lease_env") if cache_on is not None else None
     base_key = env_key(base) if base else ""
-    if cached is not None and cached[0] == base_key and cached[1] == core.worker_id:
+    if cached is not None and cached[0] == base_key and cached[1] == owner_id:
         return cached[2]
-    resolved = merge(base, _uploaded(core, local_env, cache_on)) if local_env else base
+    resolved = merge(base, _uploaded(gcs, max_bytes, local_env, cache_on)) if local_env \
+        else base
     lease_env = LeaseEnv(env_key(resolved), resolved) if resolved else None
     if cache_on is not None:
-        object.__setattr__(cache_on, "_lease_env", (base_key, core.worker_id, lease_env))
+        object.__setattr__(cache_on, "_lease_env", (base_key, owner_id, lease_env))
     return lease_env
 
 
-def _uploaded(core, local_env: dict, cache_on) -> dict:
+def _uploaded(gcs, max_bytes: int, local_env: dict, cache_on) -> dict:
     """``local_env`` packed and uploaded to this cluster's GCS, once per options object.
 
     The uploaded form travels with the options (pickled into workers), so a task that
     submits with options made by the driver reuses the driver's packages instead of
     looking for the driver's local paths on its own node."""
-    cluster = getattr(core.gcs, "address", None)
+    cluster = getattr(gcs, "address", None)
     cached = cache_on.__dict__.get("_uploaded_env") if cache_on is not None else None
     if cached is not None and cached[0] == cluster and all(
-            core.gcs.get(_marker_key(uri)) is not None for uri in _uris(cached[1])):
+            gcs.get(_marker_key(uri)) is not None for uri in _uris(cached[1])):
         return cached[1]
-    resolved = prepare(local_env, max_bytes=core.config.runtime_env_max_package_bytes) \
-        .upload(core.gcs)
+    resolved = prepare(local_env, max_bytes=max_bytes).upload(gcs)
     if cache_on is not None:
         object.__setattr__(cache_on, "_uploaded_env", (cluster, resolved))
     return resolved

@@ -259,9 +259,10 @@ def package_uri(data: bytes, suffix: str = ".zip") -> str:
 
 
 def local_name(uri: str) -> str:
-    """The file or folder name a package gets on a node (``_ray_pkg_<sha1>[.whl]``)."""
+    """The file or folder name a package gets on a node (``_ray_pkg_<sha1>[.whl]``; Ray 2.x
+    clients upload ``_ray_pkg_<16 hex digits>.zip``, taken too)."""
     name = uri.split("://", 1)[-1]
-    if not re.fullmatch(rf"{_PREFIX}[0-9a-f]{{40}}\.(zip|whl)", name):
+    if not re.fullmatch(rf"{_PREFIX}[0-9a-f]{{16,64}}\.(zip|whl)", name):
         raise ValueError(f"not a runtime_env package URI: {uri!r}")
     return name[:-4] if name.endswith(".zip") else name
 

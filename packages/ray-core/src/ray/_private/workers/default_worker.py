@@ -9,15 +9,6 @@ import signal
 import sys
 
 
-def die_with_parent_if_owned():
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--worker-id", required=True)
@@ -67,9 +58,8 @@ def main(argv=None):
 
     core.runtime_env = runtime_env.adopt_in_worker()  # before any user code runs
     rt.set_current(core)
-    reply = core.raylet.call_sync(
-        "register_worker", core.worker_id, os.getpid(), core.address, timeout=30
-    )
+    reply = core.bind_raylet("register_worker", core.worker_id, os.getpid(),
+                             core.address.to_wire())
     if not reply or reply.get("error"):
         sys.exit(f"raylet refused registration: {reply}")
     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))

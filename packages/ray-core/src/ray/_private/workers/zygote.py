@@ -18,6 +18,8 @@ import os
 import signal
 import sys
 
+from ray._private.pdeathsig import die_with_parent
+
 
 def _preload() -> None:
     # Everything a worker imports before its first task.
@@ -48,7 +50,7 @@ def _child(request: dict, control_fds) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     from ray._private.workers import default_worker
 
-    default_worker.die_with_parent_if_owned()
+    die_with_parent()
     try:
         default_worker.main(request["argv"])
     finally:
@@ -56,9 +58,7 @@ def _child(request: dict, control_fds) -> None:
 
 
 def main() -> None:
-    from ray._private.workers.default_worker import die_with_parent_if_owned
-
-    die_with_parent_if_owned()
+    die_with_parent()
     try:
         import setproctitle
 

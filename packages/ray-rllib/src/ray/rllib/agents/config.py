@@ -32,10 +32,19 @@ COMMON_CONFIG = {
     },
     # Whether to keep training if a worker crashes.
     "ignore_worker_failures": False,
-    # Accepted for compatibility (TF eager); this implementation is PyTorch only.
+    # With ignore_worker_failures: replace a rollout worker that died (with its node, say)
+    # by a new one with the same index and the local worker's weights (Ray 1.x+ name).
+    "recreate_failed_workers": False,
+    # TF eager execution (0.7.0 spelled it use_eager, 0.7.4 eager). PyTorch policies
+    # always execute eagerly, so either value is accepted: there is no graph mode to leave.
+    "eager": False,
     "use_eager": False,
-    # Accepted for compatibility: every policy here is PyTorch.
+    # Trace eager functions (a TF2 feature; Ray 2.x ignores it for torch as well).
+    "eager_tracing": False,
+    "no_eager_on_workers": False,
+    # Every policy here is PyTorch: use_pytorch=False or framework "tf"/"tf2" is an error.
     "use_pytorch": True,
+    "framework": "torch",
     # === Policy ===
     # Model options, see ray.rllib.models.MODEL_DEFAULTS.
     "model": MODEL_DEFAULTS,
@@ -56,7 +65,8 @@ COMMON_CONFIG = {
     "clip_rewards": None,
     # np.clip actions to the bounds of the action space.
     "clip_actions": True,
-    # "rllib" or "deepmind" preprocessors (accepted; only Atari would differ).
+    # Atari frames: "deepmind" (the DeepMind wrappers: 84x84 grayscale, 4 stacked, sign-
+    # clipped rewards) or "rllib" (RLlib's pixel preprocessor: dim, grayscale, zero_mean).
     "preprocessor_pref": "deepmind",
     # Default learning rate.
     "lr": 0.0001,
@@ -72,11 +82,14 @@ COMMON_CONFIG = {
     # === Resources ===
     # Rollout-worker actors (0: sample in the driver).
     "num_workers": 2,
-    # GPUs for the driver.
+    # GPUs for the driver: its policies (the learner) run on CUDA when > 0.
     "num_gpus": 0,
+    # Simulate the GPUs of num_gpus / num_gpus_per_worker with CPU devices (debugging
+    # the GPU code paths on a CPU machine).
+    "_fake_gpus": False,
     # CPUs per worker.
     "num_cpus_per_worker": 1,
-    # GPUs per worker.
+    # GPUs per worker: its policies sample on CUDA when > 0.
     "num_gpus_per_worker": 0,
     # Custom resources per worker.
     "custom_resources_per_worker": {},
@@ -97,7 +110,8 @@ COMMON_CONFIG = {
     "observation_filter": "NoFilter",
     # Synchronize filter statistics across workers.
     "synchronize_filters": True,
-    # TF session settings (accepted for compatibility, unused).
+    # TF session settings: only their defaults are accepted (PyTorch has no session; the
+    # driver runs num_cpus_for_driver intra-op threads, workers one).
     "tf_session_args": {
         "intra_op_parallelism_threads": 2,
         "inter_op_parallelism_threads": 2,
@@ -110,13 +124,14 @@ COMMON_CONFIG = {
         "intra_op_parallelism_threads": 8,
         "inter_op_parallelism_threads": 8,
     },
-    # LZ4-compress observations (accepted, unused).
+    # Compress obs/new_obs of the batches remote workers send (LZ4 if installed, else zlib).
     "compress_observations": False,
     # Drop metrics of workers that do not answer within this many seconds.
     "collect_metrics_timeout": 180,
     # Episodes averaged into the reported metrics.
     "metrics_smoothing_episodes": 100,
-    # Step each vectorized env in its own actor (accepted; envs step in-process).
+    # Step each vectorized env in its own actor: not supported (True is an error); envs
+    # step in the worker process (use num_workers / num_envs_per_worker).
     "remote_worker_envs": False,
     "remote_env_batch_wait_ms": 0,
     # Minimum wall-clock time per train() call.
@@ -160,6 +175,46 @@ FREE_FORM_SUBKEYS = frozenset(
     {"tf_session_args", "local_tf_session_args", "env_config", "model", "optimizer",
      "multiagent", "custom_resources_per_worker", "evaluation_config", "callbacks"}
 )
+
+
+_TF_SESSION_DEFAULTS = {"tf_session_args": COMMON_CONFIG["tf_session_args"],
+                        "local_tf_session_args": COMMON_CONFIG["local_tf_session_args"]}
+
+
+def check_config(config: dict) -> None:
+    """Reject, at trainer build, settings this PyTorch RLlib cannot honour; each error names
+    the key and what to use instead. (Unknown keys are rejected by the merge itself.)"""
+    from ray.rllib.models.catalog import check_model_config
+
+    framework = config.get("framework", "torch")
+    if framework != "torch":
+        raise ValueError(f"framework={framework!r}: this RLlib runs PyTorch policies only; "
+                         "set framework='torch' (or drop the key)")
+    if config.get("use_pytorch") is False:
+        raise ValueError("use_pytorch=False asks for TensorFlow policies: this RLlib runs "
+                         "PyTorch policies only; drop the key (or set it to True)")
+    for key in ("eager", "use_eager", "eager_tracing", "no_eager_on_workers"):
+        if not isinstance(config.get(key, False), bool):
+            raise TypeError(f"{key} must be True or False, got {config[key]!r}")
+    for key, default in _TF_SESSION_DEFAULTS.items():
+        value = config.get(key, default)
+        if value != default:
+            raise ValueError(
+                f"{key}={value!r}: TensorFlow session settings do not apply to PyTorch "
+                "policies; the driver runs num_cpus_for_driver torch threads and each "
+                f"worker one. Drop {key} (set num_cpus_for_driver to change the driver's)")
+    if config.get("remote_worker_envs"):
+        raise ValueError(
+            "remote_worker_envs=True (each env copy in its own actor) is not supported: "
+            "envs step in the worker process; use num_workers for parallel envs, or "
+            "num_envs_per_worker to batch inference over several copies")
+    if config.get("remote_env_batch_wait_ms", 0):
+        raise ValueError("remote_env_batch_wait_ms only applies to remote_worker_envs, which "
+                         "is not supported: drop the key")
+    if config.get("preprocessor_pref") not in ("deepmind", "rllib", None):
+        raise ValueError(f"preprocessor_pref must be 'deepmind' or 'rllib', not "
+                         f"{config.get('preprocessor_pref')!r}")
+    check_model_config(config.get("model") or {})
 
 
 def with_common_config(extra_config: dict) -> dict:

@@ -34,6 +34,12 @@ def _import_dqn():
 
 
 ALGORITHMS = {"PPO": _import_ppo, "PG": _import_pg, "A2C": _import_a2c, "A3C": _import_a3c}
+def _lazy_simple_q():
+    from ray.rllib.agents.dqn import SimpleQTrainer
+
+    return SimpleQTrainer
+
+
 def _import_ddpg():
     from ray.rllib.agents.ddpg import DDPGTrainer
 
@@ -65,6 +71,7 @@ def _import_apex_ddpg():
 
 
 ALGORITHMS["DQN"] = _import_dqn
+ALGORITHMS["SimpleQ"] = _lazy_simple_q
 ALGORITHMS["APEX"] = _import_apex
 ALGORITHMS["APEX_DDPG"] = _import_apex_ddpg
 ALGORITHMS["DDPG"] = _import_ddpg
@@ -110,9 +117,10 @@ _register_bundled_envs()
 
 
 def _all_algorithms() -> dict:
+    from ray.rllib.agents.mock import MOCK_ALGORITHMS  # Ray 0.7's __fake etc. (Tune tests)
     from ray.rllib.contrib.registry import CONTRIBUTED_ALGORITHMS
 
-    return {**ALGORITHMS, **CONTRIBUTED_ALGORITHMS}
+    return {**ALGORITHMS, **CONTRIBUTED_ALGORITHMS, **MOCK_ALGORITHMS}
 
 
 def get_agent_class(alg: str) -> type:

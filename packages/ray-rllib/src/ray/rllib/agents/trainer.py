@@ -20,7 +20,7 @@ import torch
 
 import ray
 from ray.rllib.agents import checkpoint
-from ray.rllib.agents.config import COMMON_CONFIG, FREE_FORM_SUBKEYS
+from ray.rllib.agents.config import COMMON_CONFIG, FREE_FORM_SUBKEYS, check_config
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.gym_compat import make_gym_env
 from ray.rllib.evaluation.episode import RolloutMetrics
@@ -29,6 +29,7 @@ from ray.rllib.evaluation.worker_set import WorkerSet
 from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID
 from ray.rllib.utils.filter_manager import FilterManager
 from ray.rllib.utils.merge import deep_update, merge_dicts
+from ray.rllib.utils.timer import TimerStat, timer_report
 from ray.tune.registry import ENV_CREATOR
 from ray.tune.registry import contains as _registry_contains
 from ray.tune.registry import get as _registry_get
@@ -36,6 +37,13 @@ from ray.tune.resources import Resources
 from ray.tune.trainable import Trainable
 
 logger = logging.getLogger(__name__)
+
+
+class _ClassNameOfInstance:
+    """``instance.__name__``: the name of the instance's class (no setter on purpose)."""
+
+    def __get__(self, obj, objtype=None):
+        return (objtype if obj is None else type(obj)).__name__
 
 
 class Trainer(Trainable):
@@ -66,6 +74,7 @@ class Trainer(Trainable):
 
     def _setup(self, config):
         self.config = self.merge_trainer_configs(self._default_config, config)
+        check_config(self.config)
         self.config["callbacks"] = _unwrap_callbacks(self.config["callbacks"])
         if self.config.get("log_level"):
             logging.getLogger("ray.rllib").setLevel(self.config["log_level"])
@@ -83,6 +92,9 @@ class Trainer(Trainable):
         self.steps_sampled = 0
         self.steps_trained = 0
         self.evaluation_workers = None
+        # Phase timers of training_step (``sample``, ``learn``, ``synch_weights``):
+        # reported as ``<name>_time_ms`` in result["timers"] and result["info"].
+        self._timers: dict = collections.defaultdict(TimerStat)
         self._init(self.config, self.env_creator)
         if self.config["evaluation_interval"]:
             eval_config = merge_dicts(self.config, self.config["evaluation_config"])
@@ -131,12 +143,18 @@ class Trainer(Trainable):
             FilterManager.synchronize(self.workers.local_worker().filters,
                                       self.workers.remote_workers())
         result = self._collect_metrics()
+        timers = dict(self._timers)
+        optimizer = getattr(self, "optimizer", None)
+        timers.update(getattr(optimizer, "timers", None) or {})
+        timer_stats = timer_report(timers)
+        timer_stats["training_iteration_time_ms"] = round(1000 * (time.time() - start), 3)
         result.update(
             timesteps_this_iter=self.steps_sampled - steps_before,
             timesteps_total=self.steps_sampled,
             num_healthy_workers=len(self.workers.remote_workers()),
+            timers=timer_stats,
             info=dict(learner, learner=learner, num_steps_sampled=self.steps_sampled,
-                      num_steps_trained=self.steps_trained),
+                      num_steps_trained=self.steps_trained, **timer_report(timers)),
         )
         # Ray 2.x reports episode metrics under "env_runners" (and calls rewards returns).
         result["env_runners"] = {
@@ -257,12 +275,12 @@ class Trainer(Trainable):
         if self.evaluation_workers is not None:
             self.evaluation_workers.stop()
 
-    @property
-    def __name__(self):
-        return type(self).__name__
-
     def __repr__(self):
         return self._name
+
+    # 0.7 callbacks print ``info["trainer"].__name__``: the class's name. A non-data
+    # descriptor, so the actor class built on a trainer can still set its own.
+    __name__ = _ClassNameOfInstance()  # type: ignore[assignment]
 
 
 class _ResultsDirCreator:

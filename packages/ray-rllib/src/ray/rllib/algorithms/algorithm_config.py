@@ -84,11 +84,12 @@ class AlgorithmConfig:
             multiagent["policies_to_train"] = list(policies_to_train)
         return self
 
-    def framework(self, framework="torch", **_kwargs) -> AlgorithmConfig:
+    def framework(self, framework="torch", *, eager_tracing=None, **kwargs) -> AlgorithmConfig:
         if framework != "torch":
             raise ValueError(f"framework {framework!r} is not supported: this RLlib is "
                              "PyTorch only (use .framework('torch'))")
-        return self
+        # The Trainer checks these (eager_tracing is a TF2 switch, accepted as in Ray 2.x).
+        return self._set(framework=framework, eager_tracing=eager_tracing, **kwargs)
 
     def api_stack(self, **_kwargs) -> AlgorithmConfig:
         return self  # there is one API stack here

@@ -19,6 +19,8 @@ def resolve_env_id(env_id: str) -> str:
     registry = gym.envs.registry
     if env_id in registry:
         return env_id
+    if register_atari_envs() and env_id in registry:
+        return env_id
     match = re.fullmatch(r"(.+)-v(\d+)", env_id)
     if match:
         name = match.group(1)
@@ -34,10 +36,30 @@ def resolve_env_id(env_id: str) -> str:
 
     close = difflib.get_close_matches(env_id, known, n=3)
     hint = f" Did you mean one of {close}?" if close else ""
+    if not _atari_registered and re.search(r"NoFrameskip|Deterministic|^ALE/", env_id):
+        hint += " Atari games need ale-py: pip install ale-py."
     raise ValueError(
         f"Unknown environment {env_id!r}: not registered with gymnasium nor with "
         f"ray.tune.register_env.{hint}"
     )
+
+
+_atari_registered = False
+
+
+def register_atari_envs() -> bool:
+    """Register ale-py's Atari games (``PongNoFrameskip-v4``, ``ALE/Pong-v5``, ...) with
+    gymnasium; False when ale-py is not installed (``pip install ale-py``)."""
+    global _atari_registered
+    if _atari_registered:
+        return True
+    try:
+        import ale_py
+    except ImportError:
+        return False
+    gym.register_envs(ale_py)
+    _atari_registered = True
+    return True
 
 
 def make_gym_env(env_id: str, **kwargs) -> gym.Env:

@@ -69,6 +69,9 @@ def summarize_episodes(episodes: list[RolloutMetrics], new_episodes=None) -> dic
         "episode_reward_mean": float(np.mean(rewards)) if rewards else nan,
         "episode_len_mean": float(np.mean(lengths)) if lengths else nan,
         "episodes_this_iter": len(new_episodes),
+        # The smoothing window's episodes, oldest first (Ray's hist_stats).
+        "hist_stats": {"episode_reward": [float(r) for r in rewards],
+                       "episode_lengths": [int(n) for n in lengths]},
         "policy_reward_mean": {k: float(np.mean(v)) for k, v in policy_rewards.items()},
         "custom_metrics": custom_metrics,
         "sampler_perf": {k: float(np.mean(v)) for k, v in perf.items()},

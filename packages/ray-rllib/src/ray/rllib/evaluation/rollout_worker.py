@@ -11,12 +11,15 @@ import pickle
 import random
 import socket
 
+import gymnasium as gym
 import numpy as np
 import torch
 
+from ray.rllib.env.atari_wrappers import MonitorEnv, get_wrapper_by_cls, is_atari, wrap_deepmind
 from ray.rllib.env.base_env import BaseEnv
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.external_env import ExternalEnv
+from ray.rllib.env.gym_vector_env import GymVectorEnv
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.env.vector_env import VectorEnv
 from ray.rllib.evaluation.sampler import AsyncSampler, SyncSampler
@@ -25,6 +28,7 @@ from ray.rllib.offline.io_context import IOContext
 from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from ray.rllib.utils.filter import get_filter
 from ray.rllib.utils.merge import merge_dicts
+from ray.rllib.utils.torch_ops import policy_device
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +78,10 @@ class RolloutWorker(EvaluatorInterface):
             # driver: intra-op threads would only contend.
             torch.set_num_threads(1)
         self.callbacks = dict(callbacks or {})
+        self.compress_observations = bool(compress_observations)
+        # Debugging aid (0.7): every sample() returns the first batch again.
+        self.fake_sampler = bool(_fake_sampler)
+        self._fake_batch = None
         self.policy_config = policy_config or {}
         self.batch_mode = batch_mode
         model_config = model_config or MODEL_DEFAULTS
@@ -85,12 +93,52 @@ class RolloutWorker(EvaluatorInterface):
             torch.manual_seed(worker_seed)
             rng = random.Random(worker_seed)
 
+        if preprocessor_pref not in ("deepmind", "rllib", None):
+            raise ValueError(f"preprocessor_pref must be 'deepmind' (the DeepMind Atari "
+                             f"wrappers) or 'rllib' (RLlib's pixel preprocessor), not "
+                             f"{preprocessor_pref!r}")
         self.env_context = EnvContext(env_config or {}, worker_index)
         self.env = env_creator(self.env_context)
+        wrap = _identity
+        self.atari_monitored = False
+        if is_atari(self.env) and not model_config.get("custom_preprocessor") \
+                and preprocessor_pref == "deepmind":
+            # The DeepMind wrappers do all the preprocessing; rewards are clipped to
+            # their sign unless clip_rewards says otherwise.
+            if clip_rewards is None:
+                clip_rewards = True
+            dim, framestack = model_config.get("dim", 84), model_config.get("framestack", True)
+
+            def wrap(env):
+                return wrap_deepmind(env, dim=dim, framestack=framestack)
+
+            self.env = wrap(self.env)
+            self.atari_monitored = True
+        if monitor_path:
+            from ray.rllib.env.monitor import monitor_env
+
+            inner_wrap = wrap
+
+            def wrap(env, vector_index=0):
+                return monitor_env(inner_wrap(env), monitor_path, worker_index, vector_index)
+
+            self.env = monitor_env(self.env, monitor_path, worker_index, 0)
+        if remote_worker_envs:
+            raise ValueError(
+                "remote_worker_envs=True (each env copy in its own actor) is not supported: "
+                "envs step in the worker process; use num_workers for parallel envs, or "
+                "num_envs_per_worker to batch inference over several copies")
 
         def make_env(vector_index):
-            return env_creator(self.env_context.copy_with_overrides(vector_index=vector_index))
+            env = env_creator(self.env_context.copy_with_overrides(vector_index=vector_index))
+            if monitor_path:
+                return wrap(env, vector_index)
+            return wrap(env)
 
+        if isinstance(self.env, gym.vector.VectorEnv):
+            # A gymnasium vector env steps its copies as one batch: the fast path.
+            self.env = GymVectorEnv(
+                self.env, seed=None if seed is None else seed + 1000 * worker_index)
         policy_specs = _policy_specs(policy, self.env)
         self.policy_map, self.preprocessors, self.filters = {}, {}, {}
         for policy_id, (cls, obs_space, act_space, conf) in policy_specs.items():
@@ -100,6 +148,14 @@ class RolloutWorker(EvaluatorInterface):
             self.preprocessors[policy_id] = prep
             self.policy_map[policy_id] = cls(prep.observation_space, act_space, merged)
             self.filters[policy_id] = get_filter(observation_filter, prep.shape)
+        # The learner (the driver's worker, index 0) runs on a GPU when num_gpus > 0;
+        # sampling workers only with num_gpus_per_worker > 0.
+        key = "num_gpus" if worker_index == 0 else "num_gpus_per_worker"
+        self.device = policy_device(self.policy_config.get(key, 0),
+                                    self.policy_config.get("_fake_gpus", False), key)
+        for policy in self.policy_map.values():
+            if self.device.type != "cpu" and hasattr(policy, "to_device"):
+                policy.to_device(self.device)
         self.policy_mapping_fn = policy_mapping_fn or (lambda _agent: DEFAULT_POLICY_ID)
         self.policies_to_train = list(policies_to_train or self.policy_map.keys())
 
@@ -143,10 +199,18 @@ class RolloutWorker(EvaluatorInterface):
     # --- sampling ---------------------------------------------------------------------------
 
     def sample(self):
+        if self.fake_sampler and self._fake_batch is not None:
+            return self._fake_batch
         if self.input_reader is None:
             batch = self.sampler.get_data()
         else:
             batch = self._read_input()
+        if self.fake_sampler:
+            self._fake_batch = batch
+        if self.compress_observations and self.worker_index > 0:
+            # Only what travels to the driver is worth compressing.
+            for part in _policy_parts(batch):
+                part.compress(bulk=True)
         if self.callbacks.get("on_sample_end"):
             self.callbacks["on_sample_end"]({"worker": self, "samples": batch})
         if self.output_writer is not None:
@@ -172,6 +236,10 @@ class RolloutWorker(EvaluatorInterface):
 
     def get_metrics(self) -> list:
         metrics = list(self.sampler.get_metrics())
+        if self.atari_monitored:
+            # Whole games (all lives), as the DeepMind wrappers' MonitorEnv saw them,
+            # rather than the per-life episodes the learner sees.
+            metrics = _atari_metrics(self.async_env)
         for estimator in self.reward_estimators:
             metrics.extend(estimator.get_metrics())
         return metrics
@@ -278,6 +346,30 @@ class RolloutWorker(EvaluatorInterface):
             self.async_env.close()
         if hasattr(self.async_env, "stop"):
             self.async_env.stop()
+
+
+def _policy_parts(batch) -> list:
+    if isinstance(batch, MultiAgentBatch):
+        return list(batch.policy_batches.values())
+    return [batch]
+
+
+def _identity(env):
+    return env
+
+
+def _atari_metrics(vector_env) -> list:
+    from ray.rllib.evaluation.episode import RolloutMetrics
+
+    out = []
+    envs = vector_env.get_unwrapped() if hasattr(vector_env, "get_unwrapped") else []
+    for env in envs:
+        monitor = get_wrapper_by_cls(env, MonitorEnv)
+        if monitor is None:
+            continue
+        for reward, length in monitor.next_episode_results():
+            out.append(RolloutMetrics(length, reward, {}, {}, {}))
+    return out
 
 
 def _split_trajectories(batch: SampleBatch) -> list:

@@ -21,6 +21,13 @@ class SampleBatchBuilder:
             self.buffers[key].append(value)
         self.count += 1
 
+    def add_row(self, row: dict) -> None:
+        """``add_values(**row)`` without building the keyword dict."""
+        buffers = self.buffers
+        for key, value in row.items():
+            buffers[key].append(value)
+        self.count += 1
+
     def add_batch(self, batch: SampleBatch) -> None:
         for key, column in batch.items():
             self.buffers[key].extend(column)

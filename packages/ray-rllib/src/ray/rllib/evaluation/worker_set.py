@@ -6,7 +6,7 @@ import copy
 import logging
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayError
 from ray.rllib.evaluation.rollout_worker import RolloutWorker
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,14 @@ class WorkerSet:
     def add_workers(self, num_workers: int) -> None:
         if num_workers <= 0:
             return
+        create = self._remote_creator()
+        start = len(self._remote_workers) + 1
+        self._remote_workers.extend(
+            self._make_worker(create, self._env_creator, self._policy, i)
+            for i in range(start, start + num_workers)
+        )
+
+    def _remote_creator(self):
         config = self._config
         remote_cls = ray.remote(
             num_cpus=config.get("num_cpus_per_worker", 1),
@@ -48,29 +56,69 @@ class WorkerSet:
         def create(*args, **kwargs):
             return remote_cls.remote(catalog, *args, **kwargs)
 
-        start = len(self._remote_workers) + 1
-        self._remote_workers.extend(
-            self._make_worker(create, self._env_creator, self._policy, i)
-            for i in range(start, start + num_workers)
-        )
+        return create
+
+    def _recreate_worker(self, worker_index: int):
+        """A new remote worker in place of one that died, with the current weights."""
+        worker = self._make_worker(self._remote_creator(), self._env_creator, self._policy,
+                                   worker_index)
+        worker.set_weights.remote(ray.put(self._local_worker.get_weights()))
+        return worker
 
     def gather(self, refs: list) -> list:
         """``ray.get`` one result per remote worker; with ``ignore_worker_failures``, workers
-        that died are dropped (and their results skipped) instead of failing the step."""
-        if not self._config.get("ignore_worker_failures"):
+        that died are dropped (and their results skipped) instead of failing the step, or
+        replaced by new ones with ``recreate_failed_workers``."""
+        config = self._config  # recreating implies tolerating, as in Ray
+        if not (config.get("ignore_worker_failures") or config.get("recreate_failed_workers")):
             return ray.get(refs)
         results, alive = [], []
-        for worker, ref in zip(self._remote_workers, refs):
+        for index, (worker, ref) in enumerate(zip(self._remote_workers, refs), start=1):
             try:
                 results.append(ray.get(ref))
                 alive.append(worker)
-            except RayActorError:
-                logger.warning("a rollout worker died; continuing without it "
-                               "(ignore_worker_failures=True)")
+            except RayError as error:  # the actor died, or its env/policy raised (as 0.7)
+                replacement = self._replace_failed(worker, index, error)
+                if replacement is not None:
+                    alive.append(replacement)
         self._remote_workers = alive
         if not alive:
-            raise RuntimeError("every rollout worker has died")
+            raise RuntimeError("every rollout worker has failed")
         return results
+
+    def tolerates_failures(self) -> bool:
+        return bool(self._config.get("ignore_worker_failures")
+                    or self._config.get("recreate_failed_workers"))
+
+    def _replace_failed(self, worker, index: int, error):
+        """Stop a failed worker; its replacement with ``recreate_failed_workers``, else None."""
+        try:
+            ray.kill(worker)
+        except Exception:  # noqa: BLE001 - a dead actor is already gone
+            pass
+        if self._config.get("recreate_failed_workers"):
+            logger.warning("rollout worker %d failed (%s); recreating it "
+                           "(recreate_failed_workers=True)", index, type(error).__name__)
+            return self._recreate_worker(index)
+        logger.warning("rollout worker %d failed (%s); continuing without it "
+                       "(ignore_worker_failures=True)", index, type(error).__name__)
+        return None
+
+    def handle_failure(self, worker, error):
+        """A call on remote ``worker`` raised ``error``: re-raise unless failures are
+        tolerated; else drop (or replace) the worker and return its replacement (or None).
+        Raises when no worker is left."""
+        if not self.tolerates_failures():
+            raise error
+        index = self._remote_workers.index(worker) + 1
+        replacement = self._replace_failed(worker, index, error)
+        if replacement is None:
+            self._remote_workers.remove(worker)
+        else:
+            self._remote_workers[index - 1] = replacement
+        if not self._remote_workers:
+            raise RuntimeError("every rollout worker has failed") from error
+        return replacement
 
     def sync_weights(self) -> None:
         """Broadcast the local worker's weights to every remote worker."""
@@ -127,6 +175,10 @@ class WorkerSet:
             policy_config=config,
             worker_index=worker_index,
             log_dir=self._logdir,
+            monitor_path=self._logdir if config.get("monitor") else None,
+            remote_worker_envs=config.get("remote_worker_envs", False),
+            compress_observations=config.get("compress_observations", False),
+            _fake_sampler=config.get("_fake_sampler", False),
             log_level=config.get("log_level"),
             callbacks=config.get("callbacks"),
             soft_horizon=config.get("soft_horizon", False),

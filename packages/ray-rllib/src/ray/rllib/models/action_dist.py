@@ -46,7 +46,10 @@ class Categorical(ActionDistribution):
         return int(action_space.n)
 
     def sample(self):
-        return torch.multinomial(self.log_probs.exp(), 1).squeeze(-1)
+        # Gumbel-max: argmax(log p + G), G ~ Gumbel(0, 1), is a draw from p -- the same
+        # distribution as torch.multinomial, at a fraction of its per-call cost.
+        gumbel = torch.rand_like(self.log_probs).clamp_(min=1e-20).log_().neg_().log_()
+        return (self.log_probs - gumbel).argmax(dim=-1)
 
     def deterministic_sample(self):
         return self.log_probs.argmax(dim=-1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 
 import numpy as np
 from gymnasium import spaces
@@ -18,6 +19,9 @@ from ray.rllib.models.torch_models import (
     VisionNetwork,
     _mlp,
 )
+from ray.tune import registry as _tune_registry
+
+logger = logging.getLogger(__name__)
 
 # fmt: off
 MODEL_DEFAULTS = {
@@ -32,7 +36,7 @@ MODEL_DEFAULTS = {
     "fcnet_hiddens": [256, 256],
     # Make the second half of the outputs (DiagGaussian log stds) free parameters.
     "free_log_std": False,
-    # Deprecated: squash actions to the action-space range.
+    # Deprecated in 0.7 and not implemented: True is an error (use clip_actions).
     "squash_to_range": False,
     # Share hidden layers between the policy and value heads (PPO sets this).
     "vf_share_layers": False,
@@ -40,8 +44,12 @@ MODEL_DEFAULTS = {
     "use_lstm": False,
     "max_seq_len": 20,
     "lstm_cell_size": 256,
+    # Feed a_{t-1} (one-hot for discrete actions) and r_{t-1} to the LSTM too.
     "lstm_use_prev_action_reward": False,
-    # === Atari / image options ===
+    # Ray 2.x's split of the same switch: either one feeds that input.
+    "lstm_use_prev_action": False,
+    "lstm_use_prev_reward": False,
+    # === Atari / image options (Atari envs only) ===
     "framestack": True,
     "dim": 84,
     "grayscale": False,
@@ -55,6 +63,61 @@ MODEL_DEFAULTS = {
 }
 # fmt: on
 
+# Ray 2.x model keys this implementation does not have: accepted at their 2.x default
+# (configs written for Ray 2.x pass them), an error at any other value.
+RAY2_ONLY_MODEL_DEFAULTS = {
+    "fcnet_weights_initializer": None, "fcnet_weights_initializer_config": None,
+    "fcnet_bias_initializer": None, "fcnet_bias_initializer_config": None,
+    "conv_kernel_initializer": None, "conv_kernel_initializer_config": None,
+    "conv_bias_initializer": None, "conv_bias_initializer_config": None,
+    "conv_transpose_kernel_initializer": None,
+    "conv_transpose_kernel_initializer_config": None,
+    "conv_transpose_bias_initializer": None, "conv_transpose_bias_initializer_config": None,
+    "post_fcnet_hiddens": [], "post_fcnet_activation": "relu",
+    "post_fcnet_weights_initializer": None, "post_fcnet_weights_initializer_config": None,
+    "post_fcnet_bias_initializer": None, "post_fcnet_bias_initializer_config": None,
+    "log_std_clip_param": 20.0, "no_final_linear": False,
+    "lstm_weights_initializer": None, "lstm_weights_initializer_config": None,
+    "lstm_bias_initializer": None, "lstm_bias_initializer_config": None,
+    "_time_major": False, "use_attention": False, "attention_num_transformer_units": 1,
+    "attention_dim": 64, "attention_num_heads": 1, "attention_head_dim": 32,
+    "attention_memory_inference": 50, "attention_memory_training": 50,
+    "attention_position_wise_mlp_dim": 32, "attention_init_gru_gate_bias": 2.0,
+    "attention_use_n_prev_actions": 0, "attention_use_n_prev_rewards": 0,
+    "encoder_latent_dim": None, "always_check_shapes": False,
+    "_use_default_native_models": -1, "_disable_preprocessor_api": False,
+    "_disable_action_flattening": False,
+}
+
+
+def check_model_config(model: dict) -> None:
+    """Every ``model`` key is one of MODEL_DEFAULTS, or a Ray 2.x key at its default;
+    custom models may read keys of their own (use custom_model_config for those)."""
+    import difflib
+
+    if model.get("squash_to_range"):
+        raise ValueError("model.squash_to_range was deprecated in Ray 0.7 and is not "
+                         "implemented: actions are clipped to the action space "
+                         "(clip_actions=True, the default); drop the key")
+    for key, value in model.items():
+        if key in MODEL_DEFAULTS:
+            continue
+        if key in RAY2_ONLY_MODEL_DEFAULTS:
+            if value == RAY2_ONLY_MODEL_DEFAULTS[key]:
+                continue
+            raise ValueError(
+                f"model.{key}={value!r} is a Ray 2.x model option this RLlib does not "
+                f"implement (only its default {RAY2_ONLY_MODEL_DEFAULTS[key]!r} is "
+                "accepted): use the built-in options (fcnet_hiddens, conv_filters, "
+                "use_lstm, ...) or a custom_model")
+        if model.get("custom_model") or model.get("custom_preprocessor"):
+            continue  # custom classes get the whole dict and may read their own keys
+        close = difflib.get_close_matches(key, list(MODEL_DEFAULTS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"Unknown model config key {key!r}.{hint} Model options of your "
+                         "own go in custom_model_config (or custom_options) of a custom_model")
+
+
 _custom_models: dict[str, type] = {}
 _custom_preprocessors: dict[str, type] = {}
 _custom_action_dists: dict[str, type] = {}
@@ -65,16 +128,21 @@ class ModelCatalog:
 
     @staticmethod
     def register_custom_model(model_name: str, model_class) -> None:
-        """Register a ``torch.nn.Module`` (a ``TorchModel`` subclass or any module)."""
+        """Register a ``torch.nn.Module`` (a ``TorchModel`` subclass or any module); it is
+        also published through Tune's registry, so trainers that Tune runs in other
+        processes find it."""
         _custom_models[model_name] = model_class
+        _publish(_tune_registry.RLLIB_MODEL, model_name, model_class)
 
     @staticmethod
     def register_custom_preprocessor(preprocessor_name: str, preprocessor_class) -> None:
         _custom_preprocessors[preprocessor_name] = preprocessor_class
+        _publish(_tune_registry.RLLIB_PREPROCESSOR, preprocessor_name, preprocessor_class)
 
     @staticmethod
     def register_custom_action_dist(name: str, dist_class) -> None:
         _custom_action_dists[name] = dist_class
+        _publish(_tune_registry.RLLIB_ACTION_DIST, name, dist_class)
 
     @staticmethod
     def export_registry() -> dict:
@@ -147,13 +215,28 @@ class ModelCatalog:
         if default_model_cls is not None:
             return default_model_cls(obs_space, num_outputs, options)
         if options.get("use_lstm"):
-            return LSTMWrapper(obs_space, num_outputs, options)
+            return LSTMWrapper(obs_space, num_outputs, options, action_space=action_space)
         if len(obs_space.shape) == 3:
             return VisionNetwork(obs_space, num_outputs, options)
         return FullyConnectedNetwork(obs_space, num_outputs, options)
 
 
+def _publish(category: str, name: str, value) -> None:
+    try:
+        _tune_registry.register(category, name, value)
+    except Exception:  # noqa: BLE001 - unpicklable or no cluster: usable in this process only
+        logger.debug("custom %s %r not published to the cluster", category, name,
+                     exc_info=True)
+
+
+_REGISTRY_CATEGORY = {"model": "rllib_model", "preprocessor": "rllib_preprocessor",
+                      "action distribution": "rllib_action_dist"}
+
+
 def _lookup(registry, name, what):
+    category = _REGISTRY_CATEGORY[what]
+    if name not in registry and _tune_registry.contains(category, name):
+        registry[name] = _tune_registry.get(category, name)
     if name not in registry:
         raise ValueError(
             f"custom {what} {name!r} is not registered: call "
@@ -172,11 +255,19 @@ def _partial_multi_categorical(lens):
 
 
 def _build_custom(cls, obs_space, action_space, num_outputs, options, name):
+    """0.7 models get ``(obs_space, num_outputs, options)`` (their own settings in
+    ``options["custom_options"]``); Ray 2.x models ``(obs_space, action_space,
+    num_outputs, model_config, name, **custom_model_config)``."""
+    for key in ("custom_options", "custom_model_config"):
+        if not isinstance(options.get(key) or {}, dict):
+            raise TypeError(f"model.{key} must be a dict of the custom model's settings, "
+                            f"got {options[key]!r}")
     if isinstance(cls, type) and issubclass(cls, TorchModel):
         return cls(obs_space, num_outputs, options)
     params = [p for p in inspect.signature(cls).parameters.values() if p.name != "self"]
     if len(params) >= 5:
-        model = cls(obs_space, action_space, num_outputs, options, name)
+        extra = options.get("custom_model_config") or {}
+        model = cls(obs_space, action_space, num_outputs, options, name, **extra)
     else:
         model = cls(obs_space, num_outputs, options)
     if not isinstance(model, nn.Module):

@@ -43,11 +43,18 @@ class Preprocessor:
 
 
 class NoPreprocessor(Preprocessor):
+    """Observations as they are: float32, except ``uint8`` images (e.g. the DeepMind
+    Atari frames), which stay ``uint8`` (4x less to move and store); the vision network
+    scales them to [0, 1]."""
+
     def _init_shape(self, obs_space, options):
+        keep_bytes = (getattr(obs_space, "dtype", None) == np.uint8
+                      and len(obs_space.shape or ()) == 3)
+        self._dtype = np.uint8 if keep_bytes else np.float32
         return obs_space.shape
 
     def transform(self, observation):
-        return np.asarray(observation, dtype=np.float32)
+        return np.asarray(observation, dtype=self._dtype)
 
     @property
     def observation_space(self):
@@ -115,10 +122,70 @@ class DictFlatteningPreprocessor(_FlatteningPreprocessor):
         return [observation[k] for k in self._obs_space.spaces]
 
 
+ATARI_OBS_SHAPE = (210, 160, 3)
+ATARI_RAM_OBS_SHAPE = (128,)
+
+
+class GenericPixelPreprocessor(Preprocessor):
+    """RLlib's own Atari frame preprocessing (``preprocessor_pref: "rllib"``).
+
+    Crops the 25 rows above and below the playing field, resizes to ``dim x dim``
+    (through 84x84 first when ``dim < 84``: mipmapping, so thin objects survive),
+    averages the colour channels when ``grayscale``, and scales to [-1, 1]
+    (``zero_mean``) or [0, 1]. Output ``[dim, dim, 1 or 3]`` float32. Frames are not
+    stacked on this path (``framestack`` belongs to the DeepMind wrappers).
+    """
+
+    def _init_shape(self, obs_space, options):
+        from ray.rllib.env.atari_wrappers import FrameResizer
+
+        self._grayscale = bool(options.get("grayscale", False))
+        self._zero_mean = bool(options.get("zero_mean", True))
+        self._dim = int(options.get("dim", 84))
+        if self._dim < 1:
+            raise ValueError(f"model.dim must be a positive frame size, got {self._dim}")
+        height, width = obs_space.shape[0] - 50, obs_space.shape[1]
+        if self._dim < 84:
+            self._resizers = [FrameResizer(height, width, 84), FrameResizer(84, 84, self._dim)]
+        else:
+            self._resizers = [FrameResizer(height, width, self._dim)]
+        return (self._dim, self._dim, 1 if self._grayscale else obs_space.shape[2])
+
+    def transform(self, observation):
+        import torch
+
+        scaled = torch.from_numpy(np.asarray(observation)[25:-25, :, :]).float()
+        for resizer in self._resizers:
+            scaled = resizer.resize(scaled)
+        if self._grayscale:
+            scaled = scaled.mean(dim=2, keepdim=True)
+        if self._zero_mean:
+            scaled = (scaled - 128.0) / 128.0
+        else:
+            scaled = scaled * (1.0 / 255.0)
+        return scaled.numpy()
+
+
+class AtariRamPreprocessor(Preprocessor):
+    """The 128 bytes of Atari RAM, scaled to [-1, 1)."""
+
+    def _init_shape(self, obs_space, options):
+        return (128,)
+
+    def transform(self, observation):
+        return (np.asarray(observation, dtype=np.float32) - 128.0) / 128.0
+
+
 def get_preprocessor(space) -> type[Preprocessor]:
     """The preprocessor class for ``space``: ``get_preprocessor(space)(space)``."""
     if isinstance(space, spaces.Discrete):
         return OneHotPreprocessor
+    shape = tuple(getattr(space, "shape", None) or ())
+    if isinstance(space, spaces.Box) and shape == ATARI_OBS_SHAPE:
+        return GenericPixelPreprocessor
+    if isinstance(space, spaces.Box) and shape == ATARI_RAM_OBS_SHAPE \
+            and space.dtype == np.uint8:
+        return AtariRamPreprocessor
     if isinstance(space, spaces.MultiDiscrete):
         return MultiDiscretePreprocessor
     if isinstance(space, spaces.Tuple):

@@ -78,16 +78,25 @@ def _default_conv_filters(shape):
     if size == 42:
         return [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]]
     raise ValueError(
-        f"no default conv_filters for {shape} images: set model.conv_filters, e.g. "
-        "[[16, [4, 4], 2], [32, [4, 4], 2], [512, [11, 11], 1]] for 42x42"
+        f"no default conv_filters for {tuple(shape)} images (defaults exist for 84x84 and "
+        "42x42: set model.dim, or use the Atari preprocessing): set model.conv_filters, "
+        "e.g. [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]] for 42x42"
     )
 
 
 class VisionNetwork(TorchModel):
-    """Conv layers over ``[H, W, C]`` images, then linear logits and value heads."""
+    """Conv layers over ``[H, W, C]`` images, then linear logits and value heads.
+
+    ``uint8`` image spaces (the DeepMind Atari frames) are scaled to [0, 1] inside the
+    network, so batches can carry bytes.
+    """
 
     def __init__(self, obs_space, num_outputs, options):
         super().__init__(obs_space, num_outputs, options)
+        if len(obs_space.shape) != 3:
+            raise ValueError(f"VisionNetwork needs [H, W, C] image observations, got shape "
+                             f"{obs_space.shape}: use the fully connected network")
+        self._input_scale = 1.0 / 255.0 if obs_space.dtype == np.uint8 else 1.0
         filters = options.get("conv_filters") or _default_conv_filters(obs_space.shape)
         activation = _activation(options.get("conv_activation", "relu"))
         layers, channels = [], obs_space.shape[-1]
@@ -112,6 +121,8 @@ class VisionNetwork(TorchModel):
 
     def _forward(self, input_dict, hidden_state):
         x = input_dict["obs_flat"].float()
+        if self._input_scale != 1.0:
+            x = x * self._input_scale
         features = self.convs(x.permute(0, 3, 1, 2))
         return self.logits(features), features, self.value(features).squeeze(-1), hidden_state
 
@@ -120,16 +131,27 @@ class LSTMWrapper(nn.Module):
     """Wrap a model's feature output with an LSTM (``use_lstm``).
 
     Inputs arrive as padded sequences: ``[B * T, ...]`` with ``seq_lens`` of
-    length B; the state is ``[h, c]`` per sequence.
+    length B; the state is ``[h, c]`` per sequence. With ``lstm_use_prev_action_reward``
+    (or Ray 2.x's ``lstm_use_prev_action`` / ``lstm_use_prev_reward``) the LSTM also
+    sees the previous action (one-hot for Discrete/MultiDiscrete spaces) and/or reward.
     """
 
-    def __init__(self, obs_space, num_outputs, options):
+    def __init__(self, obs_space, num_outputs, options, action_space=None):
         super().__init__()
         self.cell_size = options.get("lstm_cell_size", 256)
         hiddens = list(options.get("fcnet_hiddens", [256, 256]))
         in_size = int(np.prod(obs_space.shape))
+        both = options.get("lstm_use_prev_action_reward") is True  # Ray 2.x's -1: unset
+        self.use_prev_action = both or bool(options.get("lstm_use_prev_action"))
+        self.use_prev_reward = both or bool(options.get("lstm_use_prev_reward"))
+        self.action_sizes: list[int] = []
+        self.discrete_actions = False
+        if self.use_prev_action:
+            self.action_sizes, self.discrete_actions = _action_input_sizes(action_space)
+        extra = sum(self.action_sizes) + (1 if self.use_prev_reward else 0)
         self.encoder = _mlp(in_size, hiddens, options.get("fcnet_activation", "tanh"), None, 1.0)
-        self.lstm = nn.LSTM(hiddens[-1] if hiddens else in_size, self.cell_size, batch_first=True)
+        feature_size = hiddens[-1] if hiddens else in_size
+        self.lstm = nn.LSTM(feature_size + extra, self.cell_size, batch_first=True)
         self.logits = _mlp(self.cell_size, [], "linear", num_outputs, 0.01)
         self.value = _mlp(self.cell_size, [], "linear", 1, 1.0)
         self._features = None
@@ -137,8 +159,31 @@ class LSTMWrapper(nn.Module):
     def get_initial_state(self):
         return [np.zeros(self.cell_size, np.float32), np.zeros(self.cell_size, np.float32)]
 
+    def _prev_inputs(self, input_dict, rows: int) -> list:
+        parts = []
+        if self.use_prev_action:
+            prev = input_dict.get("prev_actions")
+            width = len(self.action_sizes) if self.discrete_actions else self.action_sizes[0]
+            if prev is None:
+                prev = torch.zeros(rows, width)
+            prev = torch.as_tensor(prev).reshape(rows, width)
+            if self.discrete_actions:  # one one-hot block per component
+                parts += [nn.functional.one_hot(prev[:, i].long().clamp(0, n - 1), n).float()
+                          for i, n in enumerate(self.action_sizes)]
+            else:
+                parts.append(prev.float())
+        if self.use_prev_reward:
+            prev_r = input_dict.get("prev_rewards")
+            if prev_r is None:
+                prev_r = torch.zeros(rows)
+            parts.append(torch.as_tensor(prev_r).float().reshape(rows, 1))
+        return parts
+
     def forward(self, input_dict, state, seq_lens):
-        x = self.encoder(input_dict["obs_flat"].float().reshape(input_dict["obs_flat"].shape[0], -1))
+        obs = input_dict["obs_flat"].float()
+        x = self.encoder(obs.reshape(obs.shape[0], -1))
+        if self.use_prev_action or self.use_prev_reward:
+            x = torch.cat([x] + self._prev_inputs(input_dict, x.shape[0]), dim=1)
         if seq_lens is None:
             seq_lens = torch.ones(x.shape[0], dtype=torch.int32)
         batch = len(seq_lens)
@@ -150,3 +195,18 @@ class LSTMWrapper(nn.Module):
 
     def value_function(self):
         return self.value(self._features).squeeze(-1)
+
+
+def _action_input_sizes(action_space) -> tuple[list, bool]:
+    """Sizes of the previous-action input: one one-hot block per discrete component, or
+    the flat size of a Box (as one block, not one-hot)."""
+    from gymnasium import spaces
+
+    if action_space is None:
+        raise ValueError("lstm_use_prev_action_reward needs the action space: build the "
+                         "model with ModelCatalog.get_model_v2(obs_space, action_space, ...)")
+    if isinstance(action_space, spaces.Discrete):
+        return [int(action_space.n)], True
+    if isinstance(action_space, spaces.MultiDiscrete):
+        return [int(n) for n in action_space.nvec], True
+    return [int(np.prod(action_space.shape))], False

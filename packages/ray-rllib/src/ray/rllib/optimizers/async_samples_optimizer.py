@@ -22,24 +22,64 @@ import time
 import numpy as np
 
 import ray
+from ray.exceptions import RayError
 from ray.rllib.optimizers.policy_optimizer import PolicyOptimizer
 from ray.rllib.policy.sample_batch import SampleBatch
+from ray.rllib.utils.timer import TimerStat
 
 logger = logging.getLogger(__name__)
 
 
-class LearnerThread(threading.Thread):
-    """Takes train batches from ``inqueue`` and learns on them with the local worker."""
+class MinibatchBuffer:
+    """Ray 0.7's learner input buffer: keeps ``size`` train batches and hands them out
+    round-robin, each ``num_passes`` times in all (the number of passes ramps up from 1
+    over the first batches, to mix the early data), taking a new batch from ``inqueue``
+    when a slot's passes are used up."""
 
-    def __init__(self, local_worker, num_sgd_iter: int = 1, learner_queue_size: int = 16):
+    def __init__(self, inqueue: queue.Queue, size: int, num_passes: int):
+        self.inqueue = inqueue
+        self.max_ttl = max(1, num_passes)
+        self.cur_max_ttl = 1
+        self.buffers: list = [None] * max(1, size)
+        self.ttl = [0] * max(1, size)
+        self.idx = 0
+
+    def get(self, timeout: float):
+        """``(batch, released)``; ``released`` is True on the batch's last pass. Raises
+        ``queue.Empty`` when a new batch is needed and none arrives within ``timeout``."""
+        if self.ttl[self.idx] <= 0:
+            self.buffers[self.idx] = self.inqueue.get(timeout=timeout)
+            self.ttl[self.idx] = self.cur_max_ttl
+            if self.cur_max_ttl < self.max_ttl:
+                self.cur_max_ttl += 1
+        batch = self.buffers[self.idx]
+        self.ttl[self.idx] -= 1
+        released = self.ttl[self.idx] <= 0
+        if released:
+            self.buffers[self.idx] = None
+        self.idx = (self.idx + 1) % len(self.buffers)
+        return batch, released
+
+
+class LearnerThread(threading.Thread):
+    """Takes train batches from ``inqueue`` (through a :class:`MinibatchBuffer` of
+    ``minibatch_buffer_size`` slots, ``num_sgd_iter`` passes per batch) and learns on them
+    with the local worker, whose policies are on the learner's device (CUDA with
+    ``num_gpus > 0``)."""
+
+    def __init__(self, local_worker, num_sgd_iter: int = 1, learner_queue_size: int = 16,
+                 minibatch_buffer_size: int = 1):
         super().__init__(daemon=True, name="rllib-learner")
         self.local_worker = local_worker
         self.num_sgd_iter = max(1, num_sgd_iter)
         self.inqueue: queue.Queue = queue.Queue(maxsize=learner_queue_size)
+        self.minibatch_buffer = MinibatchBuffer(self.inqueue, minibatch_buffer_size,
+                                                self.num_sgd_iter)
         self.outqueue: queue.Queue = queue.Queue()
         self.weights_version = 0
         self.stats: dict = {}
         self.learn_time_s = 0.0
+        self.timer = TimerStat()
         self.error: BaseException | None = None
         self._stopped = threading.Event()
 
@@ -52,17 +92,18 @@ class LearnerThread(threading.Thread):
 
     def step(self) -> None:
         try:
-            batch = self.inqueue.get(timeout=0.2)
+            batch, released = self.minibatch_buffer.get(timeout=0.2)
         except queue.Empty:
             return
         start = time.perf_counter()
-        fetches = {}
-        for _ in range(self.num_sgd_iter):
+        with self.timer:
             fetches = self.local_worker.learn_on_batch(batch)
+        self.timer.push_units_processed(batch.count)
         self.learn_time_s += time.perf_counter() - start
         self.weights_version += 1
         self.stats = per_policy_stats(fetches)
-        self.outqueue.put(batch.count)
+        if released:
+            self.outqueue.put(batch.count)
 
     def stop(self) -> None:
         self._stopped.set()
@@ -80,6 +121,16 @@ class AsyncSamplesOptimizer(PolicyOptimizer):
                  minibatch_buffer_size: int = 1, learner_queue_size: int = 16,
                  num_aggregation_workers: int = 0, _fake_gpus: bool = False, seed=None):
         super().__init__(workers)
+        if num_aggregation_workers:
+            raise ValueError(
+                f"num_aggregation_workers={num_aggregation_workers}: aggregation actors are "
+                "not implemented; the driver concatenates the workers' batches itself "
+                "(set num_aggregation_workers=0)")
+        if num_data_loader_buffers != 1:
+            raise ValueError(
+                f"num_data_loader_buffers={num_data_loader_buffers}: there is one loading "
+                "path (each train batch is moved to the learner's device as it is learned "
+                "on); set num_data_loader_buffers=1")
         if replay_proportion > 0 and replay_buffer_num_slots <= 0:
             raise ValueError("replay_proportion > 0 needs replay_buffer_num_slots > 0")
         self.train_batch_size = train_batch_size
@@ -90,7 +141,9 @@ class AsyncSamplesOptimizer(PolicyOptimizer):
             maxlen=max(1, replay_buffer_num_slots))
         self.num_sgd_iter = num_sgd_iter
         self.rng = np.random.default_rng(seed)
-        self.learner = LearnerThread(workers.local_worker(), num_sgd_iter, learner_queue_size)
+        self.learner = LearnerThread(workers.local_worker(), num_sgd_iter, learner_queue_size,
+                                     minibatch_buffer_size)
+        self.timers["learn"] = self.learner.timer
         self._pending: list = []  # batches waiting to fill a train batch
         self._pending_count = 0
         self._in_flight: dict = {}  # sample ref -> worker
@@ -123,8 +176,14 @@ class AsyncSamplesOptimizer(PolicyOptimizer):
                                num_returns=len(self._in_flight) - len(ready), timeout=0)
             ready = ready + more
         for ref in ready:
-            worker = self._in_flight.pop(ref)
-            batch = ray.get(ref)
+            worker = self._in_flight.pop(ref, None)
+            if worker is None:  # dropped with a failed worker
+                continue
+            try:
+                batch = ray.get(ref)
+            except RayError as error:  # ignore_worker_failures: drop or replace it
+                self._drop_worker(worker, error)
+                continue
             self.num_steps_sampled += batch.count
             for train_piece in self._with_replay(batch):
                 self._add_to_train_batch(train_piece)
@@ -134,19 +193,31 @@ class AsyncSamplesOptimizer(PolicyOptimizer):
             self.num_steps_trained += self.learner.outqueue.get()
         return self.learner.stats
 
+    def _drop_worker(self, worker, error) -> None:
+        for ref in [r for r, w in self._in_flight.items() if w is worker]:
+            del self._in_flight[ref]
+        replacement = self.workers.handle_failure(worker, error)
+        if replacement is not None:
+            for _ in range(self.max_in_flight):
+                self._in_flight[replacement.sample.remote()] = replacement
+
     def _step_local(self) -> dict:
         """No remote workers: sample and learn in the driver, one train batch at a time."""
         local = self.workers.local_worker()
         batches, count = [], 0
-        while count < self.train_batch_size:
-            batch = local.sample()
-            batches.append(batch)
-            count += batch.count
+        with self.timers["sample"]:
+            while count < self.train_batch_size:
+                batch = local.sample()
+                batches.append(batch)
+                count += batch.count
         batch = SampleBatch.concat_samples(batches)
+        self.timers["sample"].push_units_processed(batch.count)
         self.num_steps_sampled += batch.count
         fetches = {}
-        for _ in range(max(1, self.num_sgd_iter)):
-            fetches = local.learn_on_batch(batch)
+        with self.timers["learn"]:
+            for _ in range(max(1, self.num_sgd_iter)):
+                fetches = local.learn_on_batch(batch)
+        self.timers["learn"].push_units_processed(batch.count)
         self.num_steps_trained += batch.count
         self.learner.stats = per_policy_stats(fetches)
         return self.learner.stats

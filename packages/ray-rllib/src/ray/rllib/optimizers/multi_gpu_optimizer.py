@@ -6,11 +6,12 @@ summed, weighted by shard size, before one optimizer step. For losses that are
 means over rows this is exactly the gradient of the whole minibatch, so the
 result does not depend on the number of devices, only the wall-clock does.
 
-Devices: ``num_gpus`` CUDA devices when CUDA is present (each holds a replica
-of the model, refreshed from the learner's weights before every minibatch);
-otherwise ``max(1, ceil(num_gpus))`` logical devices on the CPU that take turns
-on the one model (Ray 0.7's ``_fake_gpus``), which tests the splitting on any
-machine.
+Devices: ``num_gpus`` CUDA devices when CUDA is present. The policy's own model
+lives on the first (the RolloutWorker put it there) and computes that shard in
+place; every other device holds a replica, refreshed from the learner's weights
+before every minibatch, whose gradients are added to the model's. Without CUDA,
+``max(1, ceil(num_gpus))`` logical devices on the CPU take turns on the one model
+(Ray 0.7's ``_fake_gpus``), which tests the splitting on any machine.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ import numpy as np
 import torch
 
 from ray.rllib.optimizers.policy_optimizer import PolicyOptimizer
-from ray.rllib.optimizers.rollout_ops import collect_samples, policy_batches, standardized
+from ray.rllib.optimizers.rollout_ops import (
+    collect_samples,
+    mean_stats,
+    policy_batches,
+    standardized,
+)
 
 
 class LocalMultiGPUOptimizer(PolicyOptimizer):
@@ -56,12 +62,14 @@ class LocalMultiGPUOptimizer(PolicyOptimizer):
                 continue
             for field in self.standardize_fields:
                 policy_batch[field] = standardized(policy_batch[field])
-            self.learner_stats[policy_id] = self._sgd(policy_id, local.get_policy(policy_id),
-                                                      policy_batch)
+            self.learner_stats[policy_id] = self.sgd_on_batch(
+                policy_id, local.get_policy(policy_id), policy_batch)
             self.num_steps_trained += policy_batch.count
         return self.learner_stats
 
-    def _sgd(self, policy_id, policy, batch) -> dict:
+    def sgd_on_batch(self, policy_id, policy, batch) -> dict:
+        """``num_sgd_iter`` epochs of shuffled minibatches of ``batch``, each split across
+        the devices; returns the mean learner stats."""
         if getattr(policy, "_loss", None) is None:
             raise ValueError(f"{type(policy).__name__} has no single loss function to split "
                              "across devices; use LocalMultiGPUOptimizer with policies built "
@@ -77,7 +85,7 @@ class LocalMultiGPUOptimizer(PolicyOptimizer):
                 rows = order[start:start + self.sgd_batch_size]
                 stats.append(self._minibatch(policy_id, policy,
                                              {k: v[rows] for k, v in tensors.items()}))
-        return {k: float(np.mean([s[k] for s in stats])) for k in stats[-1]}
+        return mean_stats(stats)
 
     def _minibatch(self, policy_id, policy, tensors: dict) -> dict:
         count = len(next(iter(tensors.values())))
@@ -94,20 +102,22 @@ class LocalMultiGPUOptimizer(PolicyOptimizer):
         return stats
 
     def _accumulate(self, policy_id, policy, device, shard: dict, weight: float) -> None:
-        if device.type == "cpu":
-            (policy._loss(policy, shard) * weight).backward()
+        main_device = getattr(policy, "device", torch.device("cpu"))
+        if device == main_device or device.type == "cpu":
+            shard = {k: v.to(main_device) for k, v in shard.items()}
+            (policy.total_loss(shard) * weight).backward()
             return
         replica = self._replica(policy_id, policy, device)
         main_model = policy.model
         policy.model = replica
         try:
-            loss = policy._loss(policy, {k: v.to(device) for k, v in shard.items()}) * weight
+            loss = policy.total_loss({k: v.to(device) for k, v in shard.items()}) * weight
             grads = torch.autograd.grad(loss, list(replica.parameters()), allow_unused=True)
         finally:
             policy.model = main_model
         for param, grad in zip(main_model.parameters(), grads):
             if grad is not None:
-                grad = grad.to("cpu")
+                grad = grad.to(param.device)
                 param.grad = grad if param.grad is None else param.grad + grad
 
     def _replica(self, policy_id, policy, device):

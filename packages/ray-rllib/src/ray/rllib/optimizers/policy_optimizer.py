@@ -12,6 +12,7 @@ import abc
 import collections
 
 from ray.rllib.evaluation.metrics import collect_episodes, summarize_episodes
+from ray.rllib.utils.timer import TimerStat
 
 
 class PolicyOptimizer(abc.ABC):
@@ -23,6 +24,9 @@ class PolicyOptimizer(abc.ABC):
         self.num_steps_sampled = 0
         self.num_steps_trained = 0
         self.episode_history: collections.deque = collections.deque(maxlen=100)
+        # Phase timers (``sample``, ``learn``, ...), reported by the Trainer as
+        # ``<name>_time_ms``.
+        self.timers: dict = collections.defaultdict(TimerStat)
 
     @abc.abstractmethod
     def step(self) -> dict:

@@ -47,10 +47,11 @@ class SyncReplayOptimizer(PolicyOptimizer):
 
     def step(self) -> dict:
         batch = self._sample()
-        for policy_id, policy_batch in _policy_batches(batch).items():
-            if policy_id not in self.replay_buffers:
-                self.replay_buffers[policy_id] = self._new_buffer()
-            self.replay_buffers[policy_id].add_batch(policy_batch)
+        with self.timers["replay"]:
+            for policy_id, policy_batch in _policy_batches(batch).items():
+                if policy_id not in self.replay_buffers:
+                    self.replay_buffers[policy_id] = self._new_buffer()
+                self.replay_buffers[policy_id].add_batch(policy_batch)
         self.num_steps_sampled += batch.count
         if self.num_steps_sampled >= self.replay_starts:
             self._optimize()
@@ -59,9 +60,17 @@ class SyncReplayOptimizer(PolicyOptimizer):
     def _sample(self):
         remotes = self.workers.remote_workers()
         if not remotes:
-            return self.workers.local_worker().sample()
-        self.workers.sync_weights()
-        return SampleBatch.concat_samples(self.workers.gather([w.sample.remote() for w in remotes]))
+            with self.timers["sample"]:
+                batch = self.workers.local_worker().sample()
+            self.timers["sample"].push_units_processed(batch.count)
+            return batch
+        with self.timers["synch_weights"]:
+            self.workers.sync_weights()
+        with self.timers["sample"]:
+            batch = SampleBatch.concat_samples(
+                self.workers.gather([w.sample.remote() for w in remotes]))
+        self.timers["sample"].push_units_processed(batch.count)
+        return batch
 
     def replay(self):
         """One training batch: ``train_batch_size`` replayed rows of each policy."""
@@ -75,8 +84,11 @@ class SyncReplayOptimizer(PolicyOptimizer):
         return MultiAgentBatch.wrap_as_needed(samples, self.train_batch_size)
 
     def _optimize(self) -> None:
-        samples = self.replay()
-        info = self.workers.local_worker().learn_on_batch(samples)
+        with self.timers["replay"]:
+            samples = self.replay()
+        with self.timers["learn"]:
+            info = self.workers.local_worker().learn_on_batch(samples)
+        self.timers["learn"].push_units_processed(samples.count)
         per_policy = {DEFAULT_POLICY_ID: info} if "learner_stats" in info else info
         for policy_id, policy_info in per_policy.items():
             self.learner_stats[policy_id] = policy_info.get("learner_stats", {})

@@ -100,11 +100,63 @@ class SampleBatch(dict):
     def size_bytes(self) -> int:
         return sum(v.nbytes for v in self.values())
 
+    def compress(self, bulk: bool = True, columns=frozenset(["obs", "new_obs"])) -> None:
+        """Mark ``columns`` to travel compressed (LZ4 if installed, else zlib) when this
+        batch is pickled, e.g. returned from a remote worker; the receiver gets plain
+        arrays back. (``bulk`` is accepted for the 0.7 signature: columns are always
+        compressed whole.)"""
+        self._compressed_columns = frozenset(c for c in columns if c in self)
+
+    def decompress_if_needed(self, columns=frozenset(["obs", "new_obs"])) -> SampleBatch:
+        """0.7 API: columns are decompressed as they are unpickled, so nothing is left."""
+        return self
+
     def __repr__(self):
         return f"SampleBatch({self.count}: {list(self.keys())})"
 
     def __reduce__(self):
+        compressed = getattr(self, "_compressed_columns", None)
+        if compressed:
+            plain = {k: v for k, v in self.items() if k not in compressed}
+            packed = {k: _pack(self[k]) for k in compressed}
+            return (_unpack_batch, (plain, packed, list(self.keys())))
         return (SampleBatch, (dict(self),))
+
+
+def _codec():
+    try:
+        import lz4.frame
+
+        return "lz4", lz4.frame.compress
+    except ImportError:
+        import zlib
+
+        return "zlib", lambda data: zlib.compress(data, 1)
+
+
+def _pack(column: np.ndarray) -> tuple:
+    name, compress = _codec()
+    data = np.ascontiguousarray(column)
+    return (name, data.dtype.str, data.shape, compress(data.tobytes()))
+
+
+def _unpack(packed: tuple) -> np.ndarray:
+    name, dtype, shape, data = packed
+    if name == "lz4":
+        import lz4.frame
+
+        raw = lz4.frame.decompress(data)
+    else:
+        import zlib
+
+        raw = zlib.decompress(data)
+    return np.frombuffer(bytearray(raw), dtype=np.dtype(dtype)).reshape(shape)
+
+
+def _unpack_batch(plain: dict, packed: dict, order: list) -> SampleBatch:
+    columns = dict(plain)
+    columns.update({k: _unpack(v) for k, v in packed.items()})
+    return SampleBatch({k: columns[k] for k in order})
 
 
 class MultiAgentBatch:

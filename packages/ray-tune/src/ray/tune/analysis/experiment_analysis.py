@@ -143,6 +143,11 @@ class ExperimentAnalysis(Analysis):
             ]
         return super()._trial_logdirs()
 
+    @property
+    def _checkpoints(self) -> list[dict]:
+        """The trials as saved in the experiment state (Ray 0.7's attribute name)."""
+        return self.trial_records()
+
     def stats(self) -> dict:
         return (self._experiment_state or {}).get("stats", {})
 

@@ -1,11 +1,14 @@
 """Synchronous HyperBand (Li et al., 2016) with Tune's bracket details.
 
-`max_t` caps the time units a trial may run (not the paper's `R`); `eta=3` and
-`s_max + 1 = 5` brackets per band are fixed; `n_0 = ceil(5 / (s + 1) * eta**s)`. Trials
-fill the smaller brackets first. A trial that reaches its bracket's milestone is
-paused (its resources freed); when every live trial of the bracket reached it, the
-bottom trials are stopped and the top `1/eta` continue. Trials are chosen from the
-least-complete bracket first. Needs checkpointable trainables (pausing).
+`max_t` caps the time units a trial may run (not the paper's `R`); `eta` is
+`reduction_factor` (3), a band has `s_max + 1 = round(log_eta(max_t)) + 1` brackets
+(5 for max_t=81) and bracket `s` takes `n_0 = ceil((s_max + 1) / (s + 1) * eta**s)`
+trials, each first run for `r_0 = max_t * eta**-s`. Trials fill the smaller brackets
+first. A trial that reaches its bracket's milestone is paused (its resources freed);
+when every live trial of the bracket reached it, the bottom trials are stopped and the
+top `1/eta` continue. Trials are chosen from the least-complete bracket first. Needs
+checkpointable trainables (pausing). `stop_last_trials=False` (Ray 2.x) lets the last
+bracket's survivors run on past `max_t` (until the experiment's own stop criteria).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import collections
 import math
 
+from ray.tune.error import TuneError
 from ray.tune.schedulers.trial_scheduler import FIFOScheduler, TrialScheduler, init_metric
 
 
@@ -26,10 +30,19 @@ class HyperBandScheduler(FIFOScheduler):
         metric: str | None = None,
         mode: str = "max",
         max_t: int = 81,
+        reduction_factor: float = 3,
+        stop_last_trials: bool = True,
     ):
+        if max_t <= 0:
+            raise TuneError(f"{type(self).__name__}(max_t={max_t}): max_t must be > 0")
+        if reduction_factor <= 1:
+            raise TuneError(
+                f"{type(self).__name__}(reduction_factor={reduction_factor}): must be > 1"
+            )
         init_metric(self, metric, mode, reward_attr)
-        self._eta = 3
-        self._s_max_1 = 5
+        self._eta = reduction_factor
+        self._s_max_1 = int(round(math.log(max_t) / math.log(reduction_factor))) + 1
+        self._stop_last_trials = stop_last_trials
         self._max_t_attr = max_t
         self._time_attr = time_attr
         self._hyperbands: list[list[Bracket]] = [[]]
@@ -43,6 +56,10 @@ class HyperBandScheduler(FIFOScheduler):
     def _r0(self, s: int) -> int:
         return int(self._max_t_attr * self._eta ** (-s))
 
+    def _next_s(self, band: list) -> int:
+        """The `s` of the next bracket of a band: smallest brackets first."""
+        return len(band)
+
     def on_trial_add(self, trial_runner, trial):
         cur_bracket = self._state["bracket"]
         cur_band = self._hyperbands[self._state["band_idx"]]
@@ -52,12 +69,13 @@ class HyperBandScheduler(FIFOScheduler):
                     cur_band = []
                     self._hyperbands.append(cur_band)
                     self._state["band_idx"] += 1
-                s = len(cur_band)
+                s = self._next_s(cur_band)
                 if self._r0(s) == 0:  # too small for max_t: this bracket gets nothing
                     cur_band.append(None)
                     continue
                 cur_bracket = Bracket(
-                    self._time_attr, self._n0(s), self._r0(s), self._max_t_attr, self._eta, s
+                    self._time_attr, self._n0(s), self._r0(s), self._max_t_attr, self._eta, s,
+                    stop_last_trials=self._stop_last_trials,
                 )
                 cur_band.append(cur_bracket)
                 self._state["bracket"] = cur_bracket
@@ -143,7 +161,7 @@ class HyperBandScheduler(FIFOScheduler):
 class Bracket:
     """Trials of one bracket and its successive-halving state."""
 
-    def __init__(self, time_attr, max_trials, init_t_attr, max_t_attr, eta, s):
+    def __init__(self, time_attr, max_trials, init_t_attr, max_t_attr, eta, s, stop_last_trials=True):
         self._live_trials: dict = {}  # trial view -> last result
         self._all_trials: list = []
         self._time_attr = time_attr
@@ -155,6 +173,7 @@ class Bracket:
         self._halves = s
         self._total_work = self._calculate_total_work(self._n0, self._r0, s)
         self._completed_progress = 0.0
+        self.stop_last_trials = stop_last_trials
 
     def add_trial(self, trial) -> None:
         if self.filled():
@@ -169,18 +188,24 @@ class Bracket:
         return all(self._time(r) >= self._cumul_r for r in self._live_trials.values())
 
     def finished(self) -> bool:
+        if not self.stop_last_trials:
+            return False  # the survivors run on: only the experiment's stop ends them
         return self._halves == 0 and self.cur_iter_done()
 
     def current_trials(self) -> list:
         return list(self._live_trials)
 
     def continue_trial(self, trial) -> bool:
+        if self._halves == 0 and not self.stop_last_trials:
+            return True
         return self._time(self._live_trials[trial]) < self._cumul_r
 
     def filled(self) -> bool:
         return len(self._all_trials) >= self._n0
 
     def successive_halving(self, metric: str, metric_op: float):
+        if self._halves == 0:  # stop_last_trials=False: every survivor continues
+            return list(self._live_trials), []
         self._halves -= 1
         self._n = int(math.ceil(self._n / self._eta))
         self._r *= self._eta

@@ -27,6 +27,8 @@ class SchedulerContext(Protocol):
 
     def checkpoint_trial(self, trial) -> None: ...
 
+    def set_config(self, trial, config: dict) -> None: ...
+
     def exploit_trial(self, trial, source, new_config: dict, new_tag: str) -> bool: ...
 
 
@@ -74,11 +76,15 @@ class FIFOScheduler(TrialScheduler):
     """Runs trials in submission order: pending ones first, then paused ones."""
 
     def choose_trial_to_run(self, trial_runner):
-        for status in ("PENDING", "PAUSED"):
-            for trial in trial_runner.get_trials():
-                if trial.status == status and trial_runner.has_resources(trial.resources):
+        paused = None
+        for trial in trial_runner.get_trials():  # one pass: this runs after every event
+            status = trial.status
+            if status == "PENDING":
+                if trial_runner.has_resources(trial.resources):
                     return trial
-        return None
+            elif status == "PAUSED" and paused is None and trial_runner.has_resources(trial.resources):
+                paused = trial
+        return paused
 
     def debug_string(self) -> str:
         return "Using FIFO scheduling algorithm."

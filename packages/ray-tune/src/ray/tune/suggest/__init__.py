@@ -5,14 +5,17 @@ The optional ones import their library only when constructed, and say what to
 """
 
 from ray.tune.suggest.basic_variant import BasicVariantGenerator
+from ray.tune.suggest.concurrency_limiter import ConcurrencyLimiter
+from ray.tune.suggest.repeater import Repeater
 from ray.tune.suggest.search import SearchAlgorithm
-from ray.tune.suggest.suggestion import ConcurrencyLimiter, SuggestionAlgorithm
+from ray.tune.suggest.suggestion import SuggestionAlgorithm
 
 __all__ = [
     "SearchAlgorithm",
     "BasicVariantGenerator",
     "SuggestionAlgorithm",
     "ConcurrencyLimiter",
+    "Repeater",
     "HyperOptSearch",
     "BayesOptSearch",
     "SkOptSearch",
@@ -20,6 +23,8 @@ __all__ = [
     "AxSearch",
     "SigOptSearch",
     "GeneticSearch",
+    "OptunaSearch",
+    "TuneBOHB",
 ]
 
 _LAZY = {
@@ -30,6 +35,8 @@ _LAZY = {
     "AxSearch": "ray.tune.suggest.ax",
     "SigOptSearch": "ray.tune.suggest.sigopt",
     "GeneticSearch": "ray.tune.automl",
+    "OptunaSearch": "ray.tune.suggest.optuna",
+    "TuneBOHB": "ray.tune.suggest.bohb",
 }
 
 

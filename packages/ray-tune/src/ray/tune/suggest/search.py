@@ -7,6 +7,7 @@ told about every result and completion and hands out new `Trial`s from `next_tri
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 from ray.tune import result as R
@@ -33,6 +34,12 @@ class SearchAlgorithm:
         early_terminated: bool = False,
     ) -> None:
         pass
+
+    def on_pause(self, trial_id: str) -> None:
+        """The scheduler paused the trial (it gives its resources back until unpaused)."""
+
+    def on_unpause(self, trial_id: str) -> None:
+        """A paused trial starts running again."""
 
     def is_finished(self) -> bool:
         raise NotImplementedError
@@ -77,7 +84,7 @@ def create_trial_from_spec(
         spec["run"],
         config=config,
         trial_id=trial_id,
-        local_dir=spec["local_dir"],
+        local_dir=os.path.join(spec["local_dir"], experiment_name or ""),
         experiment_tag=experiment_tag,
         resources=resources,
         stopping_criterion=copy.copy(spec.get("stop") or {}),
@@ -89,7 +96,10 @@ def create_trial_from_spec(
         restore_path=spec.get("restore"),
         trial_name_creator=spec.get("trial_name_creator"),
         loggers=spec.get("loggers"),
-        max_failures=spec.get("max_failures", 3),
+        # `max_failures` not given: Ray 0.7's default of 3 retries for trials that
+        # checkpoint; given (FailureConfig, 2.x `tune.run`): retried from scratch too.
+        max_failures=3 if spec.get("max_failures") is None else spec["max_failures"],
+        restart_without_checkpoint=spec.get("max_failures") is not None,
         evaluated_params=evaluated_params,
         experiment_name=experiment_name,
     )

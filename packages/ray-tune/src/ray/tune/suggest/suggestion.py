@@ -2,7 +2,8 @@
 
 Subclasses implement `_suggest(trial_id) -> dict | None` (None: nothing to suggest now)
 and `on_trial_complete`. The concurrency limit is written once, here: `_suggest` is not
-called while `max_concurrent` suggested trials are still live.
+called while `max_concurrent` suggested trials are still live. `ConcurrencyLimiter` and
+`Repeater` (their own modules) wrap any SuggestionAlgorithm.
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ class SuggestionAlgorithm(SearchAlgorithm):
     def _suggest(self, trial_id: str) -> dict | None:
         raise NotImplementedError
 
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        """Ray 2.x: True if this searcher limits its own concurrency (then a
+        `ConcurrencyLimiter` around it only passes the limit on); False by default."""
+        return False
+
     def _num_live_trials(self) -> int:
         return len(self._live_trial_ids)
 
@@ -97,28 +103,6 @@ class SuggestionAlgorithm(SearchAlgorithm):
         self.__dict__.update(state)
         self._trial_generator = generator
         self._live_trial_ids = set()
-
-
-class ConcurrencyLimiter(SuggestionAlgorithm):
-    """Limits any SuggestionAlgorithm to `max_concurrent` live trials (Ray 2.x spelling)."""
-
-    def __init__(self, searcher: SuggestionAlgorithm, max_concurrent: int):
-        super().__init__(max_concurrent=max_concurrent)
-        self.searcher = searcher
-
-    def _suggest(self, trial_id):
-        return self.searcher._gated_suggest(trial_id)
-
-    def on_trial_result(self, trial_id, result):
-        self.searcher.on_trial_result(trial_id, result)
-
-    def _on_trial_complete(self, trial_id, result=None, error=False, early_terminated=False):
-        # Keywords: Ray 2.x searchers define on_trial_complete(trial_id, result, error).
-        self.searcher.on_trial_complete(trial_id, result=result, error=error)
-
-    def set_search_properties(self, metric, mode, config=None, **spec) -> bool:
-        inner = getattr(self.searcher, "set_search_properties", None)
-        return bool(inner(metric, mode, config=config, **spec)) if inner is not None else False
 
 
 def _merge_dicts(base: dict, update: dict) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import ray
+from ray.exceptions import RayError
 from ray.rllib.agents.config import algorithm_defaults, with_common_config
 from ray.rllib.agents.pg.pg import _per_policy_stats
 from ray.rllib.agents.trainer import Trainer
@@ -104,11 +105,15 @@ class A2CTrainer(Trainer):
     _policy = A3CTorchPolicy
 
     def training_step(self) -> dict:
-        batch = collect_samples(self.workers, self.config["train_batch_size"])
+        batch = collect_samples(self.workers, self.config["train_batch_size"],
+                                self._timers["sample"])
         self.steps_sampled += batch.count
-        stats = self.workers.local_worker().learn_on_batch(batch)
+        with self._timers["learn"]:
+            stats = self.workers.local_worker().learn_on_batch(batch)
+        self._timers["learn"].push_units_processed(batch.count)
         self.steps_trained += batch.count
-        self.workers.sync_weights()
+        with self._timers["synch_weights"]:
+            self.workers.sync_weights()
         self.set_global_vars()
         return _per_policy_stats(stats)
 
@@ -134,21 +139,28 @@ class A3CTrainer(Trainer):
             self.set_global_vars()
             return _per_policy_stats(info)
         busy = set(self._in_flight.values())
-        for index, worker in enumerate(remotes):
-            if index not in busy:
-                self._in_flight[worker.compute_gradients.remote(worker.sample.remote())] = index
+        for worker in remotes:
+            if worker not in busy:
+                self._in_flight[worker.compute_gradients.remote(worker.sample.remote())] = worker
         info = {}
         for _ in range(self.config["grads_per_step"]):
             [ready], _ = ray.wait(list(self._in_flight))
-            index = self._in_flight.pop(ready)
-            grads, info = ray.get(ready)
+            worker = self._in_flight.pop(ready)
+            try:
+                grads, info = ray.get(ready)
+            except RayError as error:  # ignore_worker_failures: drop or replace it
+                worker = self.workers.handle_failure(worker, error)
+                if worker is not None:
+                    worker.set_weights.remote(local.get_weights())
+                    self._in_flight[worker.compute_gradients.remote(
+                        worker.sample.remote())] = worker
+                continue
             local.apply_gradients(grads)
             count = _batch_count(info)
             self.steps_sampled += count
             self.steps_trained += count
-            worker = remotes[index]
             worker.set_weights.remote(local.get_weights())
-            self._in_flight[worker.compute_gradients.remote(worker.sample.remote())] = index
+            self._in_flight[worker.compute_gradients.remote(worker.sample.remote())] = worker
         self.set_global_vars()
         return _per_policy_stats(info)
 

@@ -55,6 +55,7 @@ from ray.rllib.policy.sample_batch import SampleBatch
 from ray.rllib.policy.torch_policy import TorchPolicy
 from ray.rllib.utils.merge import merge_dicts
 from ray.rllib.utils.schedules import PiecewiseSchedule
+from ray.rllib.utils.torch_ops import make_adam
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class DQNConfig:
     beta_annealing_fraction: float = 0.2  # fraction of the schedule spent annealing beta
     final_prioritized_replay_beta: float = 0.4  # beta after annealing
     prioritized_replay_eps: float = 1e-6  # added to |td_error| for priorities
-    compress_observations: bool = True  # accepted; replay stores plain numpy columns
+    compress_observations: bool = True  # compress obs in batches from remote workers
     # === Optimization ===
     lr: float = 5e-4  # Adam learning rate
     adam_epsilon: float = 1e-8  # Adam epsilon
@@ -172,7 +173,7 @@ class TargetNetworkMixin:
 
     def get_state(self) -> dict:
         state = super().get_state()
-        state["target_weights"] = {k: v.detach().numpy().copy()
+        state["target_weights"] = {k: v.detach().cpu().numpy().copy()
                                    for k, v in self.target_model.state_dict().items()}
         for name in self.extra_optimizers:
             state[name] = getattr(self, name).state_dict()
@@ -211,8 +212,9 @@ class NoisyLinear(nn.Module):
     def forward(self, x):
         if not self.noise_on:
             return F.linear(x, self.weight_mu, self.bias_mu)
-        eps_in = self._f(torch.randn(self.weight_mu.shape[1]))
-        eps_out = self._f(torch.randn(self.weight_mu.shape[0]))
+        device = self.weight_mu.device
+        eps_in = self._f(torch.randn(self.weight_mu.shape[1], device=device))
+        eps_out = self._f(torch.randn(self.weight_mu.shape[0], device=device))
         weight = self.weight_mu + self.weight_sigma * torch.outer(eps_out, eps_in)
         return F.linear(x, weight, self.bias_mu + self.bias_sigma * eps_out)
 
@@ -401,16 +403,24 @@ class DQNTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
         self._td_error = None
         self._stats: dict = {}
 
+    def to_device(self, device) -> None:
+        super().to_device(device)
+        if self.param_noise is not None:
+            with self.lock:
+                self.param_noise.perturbed.to(self.device)
+                self.param_noise.resample()
+
     def optimizer(self):
-        return torch.optim.Adam(self.model.parameters(), lr=self.config["lr"],
-                                eps=self.config["adam_epsilon"], foreach=True)
+        return make_adam(self.model.parameters(), lr=self.config["lr"],
+                         eps=self.config["adam_epsilon"])
 
     def compute_actions(self, obs_batch, state_batches=None, prev_action_batch=None,
                         prev_reward_batch=None, info_batch=None, episodes=None, explore=None,
                         **kwargs):
         explore = self.config.get("explore", True) if explore is None else explore
         with self.lock, torch.no_grad():
-            obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32)
+            obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32,
+                                  device=self.device)
             network = self.model
             if explore and self.param_noise is not None:
                 self.param_noise.resample_on_new_episodes(episodes)
@@ -424,10 +434,10 @@ class DQNTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
             else:
                 actions = q.argmax(dim=1)
             if explore and self.epsilon > 0 and self.param_noise is None:
-                random_actions = torch.randint(0, q.shape[1], actions.shape)
-                pick = torch.rand(actions.shape) < self.epsilon
+                random_actions = torch.randint(0, q.shape[1], actions.shape, device=q.device)
+                pick = torch.rand(actions.shape, device=q.device) < self.epsilon
                 actions = torch.where(pick, random_actions, actions)
-            return actions.numpy(), [], {}
+            return actions.cpu().numpy(), [], {}
 
     def on_global_var_update(self, global_vars):
         super().on_global_var_update(global_vars)
@@ -454,7 +464,8 @@ class DQNTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
         ones before) tracks eps-greedy's KL."""
         with self.lock, torch.no_grad():
             states = self.param_noise.measurement_states(obs)
-            input_dict = self._input_dict(torch.as_tensor(states, dtype=torch.float32),
+            input_dict = self._input_dict(torch.as_tensor(states, dtype=torch.float32,
+                                                          device=self.device),
                                           None, None)
             q, _ = self.model(input_dict)
             q_perturbed, _ = self.param_noise.network()(input_dict)
@@ -464,11 +475,11 @@ class DQNTorchPolicy(ParameterNoiseMixin, TargetNetworkMixin, TorchPolicy):
     def compute_td_error(self, batch) -> np.ndarray:
         with self.lock, torch.no_grad():
             _loss(self, self.to_tensors(batch))
-            return self._td_error.numpy()
+            return self._td_error.cpu().numpy()
 
     def learn_on_tensors(self, tensors: dict) -> dict:
         out = super().learn_on_tensors(tensors)
-        out["td_error"] = self._td_error.numpy()
+        out["td_error"] = self._td_error.cpu().numpy()
         return out
 
     def extra_grad_process(self) -> dict:
@@ -579,6 +590,23 @@ class DQNTrainer(Trainer):
         super()._stop()
 
 
+SIMPLE_Q_DEFAULT_CONFIG = merge_dicts(DEFAULT_CONFIG, {
+    "dueling": False, "double_q": False, "prioritized_replay": False, "n_step": 1,
+    "num_atoms": 1, "noisy": False,
+})
+
+
+class SimpleQTrainer(DQNTrainer):
+    """Ray 0.7's SimpleQ: DQN without the Rainbow extensions (no dueling streams, no
+    double Q, uniform replay, 1-step targets): a Q network, its target copy, the Huber
+    loss on ``r + gamma * max_a Q_target(s', a)`` and epsilon-greedy exploration. It takes
+    DQN's keys, so any extension can still be switched back on."""
+
+    _name = "SimpleQ"
+    _default_config = SIMPLE_Q_DEFAULT_CONFIG
+
+
 __all__ = ["DEFAULT_CONFIG", "DQNConfig", "DQNTorchPolicy", "DQNTrainer", "NoisyLinear",
+           "SIMPLE_Q_DEFAULT_CONFIG", "SimpleQTrainer",
            "QNetwork", "TargetNetworkMixin", "adjust_nstep", "dqn_loss", "polyak_update",
            "project_distribution"]

@@ -29,6 +29,7 @@ from ray.rllib.policy.mixins import LearningRateSchedule
 from ray.rllib.policy.sample_batch import SampleBatch
 from ray.rllib.policy.torch_policy import explained_variance
 from ray.rllib.policy.torch_policy_template import build_torch_policy
+from ray.rllib.utils.torch_ops import make_adam
 
 logger = logging.getLogger(__name__)
 
@@ -45,15 +46,15 @@ class ImpalaConfig:
     min_iter_time_s: float = 10  # minimum seconds per train() call
     num_workers: int = 2
     num_gpus: int = 0  # learner GPUs (the 0.7 default of 1 needs a GPU)
-    num_data_loader_buffers: int = 1  # accepted (GPU loader buffers)
-    minibatch_buffer_size: int = 1  # accepted; each batch gets num_sgd_iter passes
+    num_data_loader_buffers: int = 1  # only 1 (batches go to the learner device as used)
+    minibatch_buffer_size: int = 1  # train batches the learner cycles through
     num_sgd_iter: int = 1  # passes over each train batch
     replay_proportion: float = 0.0  # replayed batches per new one (Poisson mean)
     replay_buffer_num_slots: int = 0  # sample batches kept for replay
     learner_queue_size: int = 16  # train batches queued for the learner thread
     max_sample_requests_in_flight_per_worker: int = 2  # sample() calls queued per worker
     broadcast_interval: int = 1  # workers that get one ray.put of the weights
-    num_aggregation_workers: int = 0  # accepted; the driver aggregates
+    num_aggregation_workers: int = 0  # only 0: the driver aggregates
     grad_clip: float = 40.0  # global gradient-norm clip
     opt_type: str = "adam"  # "adam" or "rmsprop"
     lr: float = 0.0005
@@ -65,7 +66,7 @@ class ImpalaConfig:
     entropy_coeff: float = 0.01
     use_gae: bool = True  # only with vtrace=False
     lambda_: float = field(default=1.0, metadata={"key": "lambda"})  # GAE, vtrace=False
-    _fake_sampler: bool = False  # accepted for compatibility
+    _fake_sampler: bool = False  # debugging: workers return their first batch every time
 
 
 DEFAULT_CONFIG = with_common_config(algorithm_defaults(ImpalaConfig))
@@ -78,29 +79,35 @@ def vtrace_targets(policy, batch: dict, logits, values):
         dist = policy.dist_class(logits, policy.model)
         target_logp = dist.logp(batch[SampleBatch.ACTIONS])
         next_values = bootstrap_values(policy, batch)
-        dones = batch[SampleBatch.DONES].double().numpy()
+        dones = _np(batch[SampleBatch.DONES])
         returns = vtrace.from_importance_weights(
-            log_rhos=(target_logp - batch[SampleBatch.ACTION_LOGP]).double().numpy(),
+            log_rhos=_np(target_logp - batch[SampleBatch.ACTION_LOGP]),
             discounts=cfg["gamma"] * (1.0 - dones),
-            rewards=batch[SampleBatch.REWARDS].double().numpy(),
-            values=values.double().numpy(),
+            rewards=_np(batch[SampleBatch.REWARDS]),
+            values=_np(values),
             next_values=next_values,
             segment_end=vtrace.segment_ends({
-                k: batch[k].numpy() for k in (SampleBatch.REWARDS, SampleBatch.EPS_ID,
-                                              SampleBatch.T, SampleBatch.AGENT_INDEX)
+                k: batch[k].cpu().numpy() for k in (SampleBatch.REWARDS, SampleBatch.EPS_ID,
+                                                    SampleBatch.T, SampleBatch.AGENT_INDEX)
                 if k in batch}),
             clip_rho_threshold=cfg["vtrace_clip_rho_threshold"],
             clip_pg_rho_threshold=cfg["vtrace_clip_pg_rho_threshold"],
         )
-    return (torch.as_tensor(returns.vs, dtype=torch.float32),
-            torch.as_tensor(returns.pg_advantages, dtype=torch.float32))
+    device = values.device
+    return (torch.as_tensor(returns.vs, dtype=torch.float32, device=device),
+            torch.as_tensor(returns.pg_advantages, dtype=torch.float32, device=device))
+
+
+def _np(tensor) -> np.ndarray:
+    """float64 numpy copy of a tensor on any device (V-trace runs in numpy)."""
+    return tensor.detach().double().cpu().numpy()
 
 
 def bootstrap_values(policy, batch: dict) -> np.ndarray:
     """V(new_obs) of every row (only segment ends use it; inside a fragment it is V(x_t+1))."""
     new_obs = batch[SampleBatch.NEXT_OBS].float()
     policy.model(policy._input_dict(new_obs, None, None), [], None)
-    return policy.model.value_function().double().numpy()
+    return _np(policy.model.value_function())
 
 
 def _forward(policy, batch):
@@ -143,7 +150,7 @@ def _postprocess(policy, batch, other_agent_batches=None, episode=None):
 def make_optimizer(policy, config):
     params = policy.model.parameters()
     if config["opt_type"] == "adam":
-        return torch.optim.Adam(params, lr=config["lr"])
+        return make_adam(params, lr=config["lr"])
     if config["opt_type"] == "rmsprop":
         return torch.optim.RMSprop(params, lr=config["lr"], alpha=config["decay"],
                                    momentum=config["momentum"], eps=config["epsilon"])
@@ -179,6 +186,9 @@ def make_async_optimizer(workers, config: dict) -> AsyncSamplesOptimizer:
         broadcast_interval=config["broadcast_interval"],
         num_sgd_iter=config["num_sgd_iter"],
         learner_queue_size=config["learner_queue_size"],
+        minibatch_buffer_size=config["minibatch_buffer_size"],
+        num_data_loader_buffers=config["num_data_loader_buffers"],
+        num_aggregation_workers=config["num_aggregation_workers"],
         seed=config["seed"],
     )
 
@@ -189,12 +199,6 @@ class ImpalaTrainer(Trainer):
     _policy = VTraceTorchPolicy
 
     def _init(self, config, env_creator):
-        if config["num_gpus"] and not torch.cuda.is_available():
-            raise ValueError(f"num_gpus={config['num_gpus']} but no GPU is visible: set "
-                             "num_gpus=0 to train on the CPU")
-        if config["num_gpus"]:
-            logger.warning("%s: the learner runs on the CPU; num_gpus=%s only reserves the "
-                           "GPUs", self._name, config["num_gpus"])
         self.impala_config = typed_view(ImpalaConfig, config)
         super()._init(config, env_creator)
         self.optimizer = make_async_optimizer(self.workers, config)

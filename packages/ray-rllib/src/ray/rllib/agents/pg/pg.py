@@ -65,11 +65,15 @@ class PGTrainer(Trainer):
     _policy = PGTorchPolicy
 
     def training_step(self) -> dict:
-        batch = collect_samples(self.workers, self.config["train_batch_size"])
+        batch = collect_samples(self.workers, self.config["train_batch_size"],
+                                self._timers["sample"])
         self.steps_sampled += batch.count
-        stats = self.workers.local_worker().learn_on_batch(batch)
+        with self._timers["learn"]:
+            stats = self.workers.local_worker().learn_on_batch(batch)
+        self._timers["learn"].push_units_processed(batch.count)
         self.steps_trained += batch.count
-        self.workers.sync_weights()
+        with self._timers["synch_weights"]:
+            self.workers.sync_weights()
         self.set_global_vars()
         return _per_policy_stats(stats)
 

@@ -21,6 +21,7 @@ import torch
 from ray.rllib.agents.config import algorithm_defaults, typed_view, with_common_config
 from ray.rllib.agents.trainer import Trainer
 from ray.rllib.evaluation.postprocessing import Postprocessing, compute_advantages
+from ray.rllib.optimizers.multi_gpu_optimizer import LocalMultiGPUOptimizer
 from ray.rllib.optimizers.rollout_ops import (
     collect_samples,
     minibatch_sgd,
@@ -56,16 +57,23 @@ class PPOConfig:
     kl_target: float = 0.01  # KL the penalty coefficient adapts towards
     batch_mode: str = "truncate_episodes"
     observation_filter: str = "NoFilter"
-    simple_optimizer: bool = False  # accepted; there is one (local) optimizer
-    straggler_mitigation: bool = False  # deprecated, accepted
+    # False: with num_gpus > 1, split each minibatch across the GPUs (LocalMultiGPUOptimizer);
+    # True, or one device: plain minibatch SGD on the learner's device.
+    simple_optimizer: bool = False
+    straggler_mitigation: bool = False  # removed in 0.7: True is an error
 
 
 DEFAULT_CONFIG = with_common_config(algorithm_defaults(PPOConfig))
 
 
-def ppo_surrogate_loss(dist, prev_dist, values, batch: dict, cfg: PPOConfig, kl_coeff: float,
-                       mask=None):
-    """The PPO loss for one minibatch; returns ``(total_loss, stats)``. Pure: no side effects."""
+def ppo_surrogate_loss(dist, prev_dist, values, batch, cfg: PPOConfig, kl_coeff: float,
+                       mask=None, with_stats: bool = True):
+    """The PPO loss for one minibatch; returns ``(total_loss, stats)``. Pure: no side effects.
+
+    ``with_stats=False`` returns no stats and leaves out of the graph the terms whose
+    coefficient is 0 (the entropy bonus by default): the loss and its gradient are the
+    same, only cheaper.
+    """
 
     def mean(x):
         return x.mean() if mask is None else x[mask].mean()
@@ -77,8 +85,6 @@ def ppo_surrogate_loss(dist, prev_dist, values, batch: dict, cfg: PPOConfig, kl_
         advantages * ratio,
         advantages * torch.clamp(ratio, 1 - cfg.clip_param, 1 + cfg.clip_param),
     )
-    kl = mean(prev_dist.kl(dist))
-    entropy = mean(dist.entropy())
     if cfg.use_gae:
         targets, old_values = batch[Postprocessing.VALUE_TARGETS], batch[SampleBatch.VF_PREDS]
         clipped = old_values + torch.clamp(values - old_values, -cfg.vf_clip_param,
@@ -87,7 +93,16 @@ def ppo_surrogate_loss(dist, prev_dist, values, batch: dict, cfg: PPOConfig, kl_
     else:
         targets, vf_loss = batch[Postprocessing.VALUE_TARGETS], torch.tensor(0.0)
     policy_loss = -mean(surrogate)
-    total = policy_loss + cfg.vf_loss_coeff * vf_loss + kl_coeff * kl - cfg.entropy_coeff * entropy
+    total = policy_loss + cfg.vf_loss_coeff * vf_loss
+    kl = entropy = None
+    if with_stats or kl_coeff != 0.0:
+        kl = mean(prev_dist.kl(dist))
+        total = total + kl_coeff * kl
+    if with_stats or cfg.entropy_coeff != 0.0:
+        entropy = mean(dist.entropy())
+        total = total - cfg.entropy_coeff * entropy
+    if not with_stats:
+        return total, {}
     stats = {
         "total_loss": total, "policy_loss": policy_loss, "vf_loss": vf_loss, "kl": kl,
         "entropy": entropy, "vf_explained_var": explained_variance(targets, values),
@@ -99,7 +114,8 @@ def _loss(policy, batch):
     _logits, values, dist = policy.forward_train(batch)
     prev_dist = policy.dist_class(batch[SampleBatch.ACTION_DIST_INPUTS], policy.model)
     loss, policy._stats = ppo_surrogate_loss(
-        dist, prev_dist, values, batch, policy.ppo_config, policy.kl_coeff, batch.get("seq_mask")
+        dist, prev_dist, values, batch, policy.ppo_config, policy.kl_coeff,
+        batch.get("seq_mask"), with_stats=policy.stats_wanted,
     )
     return loss
 
@@ -149,28 +165,45 @@ class PPOTrainer(Trainer):
                 f"sgd_minibatch_size ({self.ppo_config.sgd_minibatch_size}) must be <= "
                 f"train_batch_size ({self.ppo_config.train_batch_size})"
             )
+        if self.ppo_config.straggler_mitigation:
+            raise ValueError("straggler_mitigation was removed in Ray 0.7 (it dropped slow "
+                             "workers' samples from TF's multi-GPU loader): drop the key")
         self.rng = np.random.default_rng(config["seed"])
         super()._init(config, env_creator)
+        self.multi_gpu = None
+        if not self.ppo_config.simple_optimizer and config["num_gpus"] > 1:
+            self.multi_gpu = LocalMultiGPUOptimizer(
+                self.workers, sgd_batch_size=self.ppo_config.sgd_minibatch_size,
+                num_sgd_iter=self.ppo_config.num_sgd_iter,
+                train_batch_size=self.ppo_config.train_batch_size,
+                num_gpus=config["num_gpus"], seed=config["seed"])
 
     def training_step(self) -> dict:
         cfg = self.ppo_config
-        batch = collect_samples(self.workers, cfg.train_batch_size)
+        batch = collect_samples(self.workers, cfg.train_batch_size, self._timers["sample"])
         self.steps_sampled += batch.count
         stats = {}
         local = self.workers.local_worker()
-        for policy_id, policy_batch in policy_batches(batch).items():
-            if policy_id not in local.policies_to_train:
-                continue
-            policy = local.get_policy(policy_id)
-            policy_batch[Postprocessing.ADVANTAGES] = standardized(
-                policy_batch[Postprocessing.ADVANTAGES]
-            )
-            stats[policy_id] = minibatch_sgd(
-                policy, policy_batch, cfg.num_sgd_iter, cfg.sgd_minibatch_size, self.rng
-            )
-            policy.update_kl(stats[policy_id]["kl"])
-            self.steps_trained += policy_batch.count
-        self.workers.sync_weights()
+        with self._timers["learn"]:
+            for policy_id, policy_batch in policy_batches(batch).items():
+                if policy_id not in local.policies_to_train:
+                    continue
+                policy = local.get_policy(policy_id)
+                policy_batch[Postprocessing.ADVANTAGES] = standardized(
+                    policy_batch[Postprocessing.ADVANTAGES]
+                )
+                if self.multi_gpu is not None:
+                    stats[policy_id] = self.multi_gpu.sgd_on_batch(policy_id, policy,
+                                                                   policy_batch)
+                else:
+                    stats[policy_id] = minibatch_sgd(
+                        policy, policy_batch, cfg.num_sgd_iter, cfg.sgd_minibatch_size,
+                        self.rng, shuffle=cfg.shuffle_sequences)
+                policy.update_kl(stats[policy_id]["kl"])
+                self.steps_trained += policy_batch.count
+        self._timers["learn"].push_units_processed(batch.count)
+        with self._timers["synch_weights"]:
+            self.workers.sync_weights()
         self.set_global_vars()
         return stats
 

@@ -40,5 +40,16 @@ class TorchModel(nn.Module):
     def get_initial_state(self) -> list:
         return []
 
+    def custom_loss(self, policy_loss, loss_inputs):
+        """Override to add losses of the model's own (Ray 0.7's documented hook).
+
+        ``policy_loss`` is the algorithm's scalar loss tensor, ``loss_inputs`` the training
+        batch as tensors (``obs``, ``actions``, ``rewards``, ...); return the scalar to
+        minimise instead, e.g. ``policy_loss + 10 * imitation_loss`` (see
+        ``examples/rllib/custom_loss.py``).
+        """
+        return policy_loss
+
     def custom_stats(self) -> dict:
+        """Scalars reported under ``info/learner/<policy>/model`` (e.g. a custom loss)."""
         return {}

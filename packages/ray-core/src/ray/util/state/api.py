@@ -1,0 +1,342 @@
+"""``ray.util.state``: list, get and summarize what a cluster runs (Ray's state API).
+
+Every function takes ``address``:
+
+* ``None``: the cluster this process is connected to (after ``ray.init``, or inside a
+  task), else the one on this machine (as ``"auto"``, or ``$RAY_ADDRESS``);
+* ``"auto"`` / ``"host:port"`` (the GCS address ``ray start --head`` printed): read the
+  cluster's GCS directly, no dashboard needed;
+* ``"http://host:8265"``: ask the dashboard, whose ``/api/v0/`` routes give the same
+  answers (Ray's routes and envelope).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+from ray.util.state.common import (
+    DEFAULT_LIMIT,
+    DEFAULT_RPC_TIMEOUT,
+    ID_COLUMNS,
+    RESOURCE_SCHEMAS,
+    ActorState,
+    JobState,
+    ListOptions,
+    ListResult,
+    NodeState,
+    ObjectState,
+    PlacementGroupState,
+    StateResource,
+    SummaryResource,
+    TaskState,
+    WorkerState,
+)
+from ray.util.state.exception import RayStateApiException
+
+
+# -- where answers come from ----------------------------------------------------------------
+class _HttpSource:
+    """The dashboard's ``/api/v0/`` routes."""
+
+    def __init__(self, address: str):
+        from ray.dashboard.client import DashboardClient
+
+        self.client = DashboardClient(address)
+
+    def _get(self, path: str, params: dict, timeout: float) -> dict:
+        response = self.client.request("GET", path, params=params, timeout=timeout)
+        try:
+            body = response.json()
+        except ValueError:
+            raise RayStateApiException(
+                f"{self.client.address}{path} answered {response.status_code}: "
+                f"{response.text[:500]}") from None
+        if response.status_code != 200 or not body.get("result"):
+            raise RayStateApiException(
+                f"{self.client.address}{path} failed ({response.status_code}): "
+                f"{body.get('msg') or response.text[:500]}")
+        return body["data"]["result"]
+
+    def list(self, resource: StateResource, options: ListOptions) -> ListResult:
+        params = {"limit": options.limit, "timeout": options.timeout,
+                  "detail": str(options.detail).lower(),
+                  "filter_keys": [f[0] for f in options.filters],
+                  "filter_predicates": [f[1] for f in options.filters],
+                  "filter_values": [str(f[2]) for f in options.filters]}
+        data = self._get(f"/api/v0/{resource.value}", params, options.timeout)
+        return ListResult(result=data["result"], total=data["total"],
+                          num_after_truncation=data["num_after_truncation"],
+                          num_filtered=data["num_filtered"],
+                          partial_failure_warning=data.get("partial_failure_warning") or "",
+                          warnings=data.get("warnings") or [])
+
+    def summarize(self, resource: SummaryResource, timeout: float = DEFAULT_RPC_TIMEOUT) -> dict:
+        data = self._get(f"/api/v0/{resource.value}/summarize", {"timeout": timeout}, timeout)
+        return data["result"]["node_id_to_summary"]
+
+
+_gcs_clients: dict[str, object] = {}
+_gcs_lock = threading.Lock()
+
+
+def _source(address: str | None):
+    from ray._private.driver import _resolve_address
+    from ray.util.state._source import GcsStateSource
+
+    if address is None:
+        gcs = _connected_gcs()
+        if gcs is not None:
+            return GcsStateSource(gcs)
+        address = "auto"
+    if address == "auto" and os.environ.get("RAY_ADDRESS", "").startswith("http"):
+        address = os.environ["RAY_ADDRESS"]
+    if address.startswith(("http://", "https://")):
+        return _HttpSource(address)
+    resolved = _resolve_address(address)
+    with _gcs_lock:
+        gcs = _gcs_clients.get(resolved)
+        if gcs is None:
+            from ray._private import auth
+            from ray._private.gcs import connect
+
+            gcs = _gcs_clients[resolved] = connect(
+                resolved, auth.resolve_secret(resolved, None) or auth.cluster_secret())
+    return GcsStateSource(gcs)
+
+
+def _connected_gcs():
+    """The GCS client of the runtime this process is connected to, if any.
+
+    Local mode has no cluster, and so no state to list."""
+    from ray._private import runtime as _runtime
+    from ray._private.runtime.interface import LocalModeUnsupported
+
+    rt = _runtime.maybe_current()
+    if rt is None:
+        return None
+    try:
+        return rt.gcs_client()
+    except LocalModeUnsupported:
+        raise RayStateApiException(
+            "The state API reads a cluster's GCS, and ray.init(local_mode=True) runs no "
+            "cluster: call ray.init() without local_mode, or pass address= of a cluster."
+        ) from None
+
+
+def _explain(resource, result: ListResult | None, started: float) -> None:
+    print(f"state API: {resource.value} answered in {time.time() - started:.3f} s"
+          + (f"; {result.num_filtered} of {result.total} matched, {len(result.result)} "
+             "returned" if result is not None else ""))
+    for warning in (result.warnings if result is not None else []):
+        print(f"warning: {warning}")
+
+
+def _raise_on_missing(resource: StateResource, result: ListResult) -> None:
+    if result.partial_failure_warning:
+        raise RayStateApiException(
+            f"Some {resource.value} could not be read: {result.partial_failure_warning} "
+            "(pass raise_on_missing_output=False to accept a partial answer).")
+    if result.total != result.num_after_truncation:
+        raise RayStateApiException(
+            f"Only {result.num_after_truncation} of {result.total} {resource.value} could be "
+            "read (pass raise_on_missing_output=False to accept a partial answer).")
+
+
+# -- list ------------------------------------------------------------------------------------
+def _list(resource: StateResource, address, filters, limit, timeout, detail,
+          raise_on_missing_output, explain) -> list:
+    options = ListOptions(limit=limit, timeout=timeout, detail=detail,
+                          filters=tuple(filters or ()))
+    started = time.time()
+    result = _source(address).list(resource, options)
+    if raise_on_missing_output:
+        _raise_on_missing(resource, result)
+    if explain:
+        _explain(resource, result, started)
+    schema = RESOURCE_SCHEMAS[resource]
+    return [schema.from_dict(row) for row in result.result]
+
+
+def list_actors(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
+                detail=False, raise_on_missing_output=True, _explain=False) -> list[ActorState]:
+    return _list(StateResource.ACTORS, address, filters, limit, timeout, detail,
+                 raise_on_missing_output, _explain)
+
+
+def list_tasks(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
+               detail=False, raise_on_missing_output=True, _explain=False) -> list[TaskState]:
+    return _list(StateResource.TASKS, address, filters, limit, timeout, detail,
+                 raise_on_missing_output, _explain)
+
+
+def list_nodes(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
+               detail=False, raise_on_missing_output=True, _explain=False) -> list[NodeState]:
+    return _list(StateResource.NODES, address, filters, limit, timeout, detail,
+                 raise_on_missing_output, _explain)
+
+
+def list_jobs(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
+              detail=False, raise_on_missing_output=True, _explain=False) -> list[JobState]:
+    return _list(StateResource.JOBS, address, filters, limit, timeout, detail,
+                 raise_on_missing_output, _explain)
+
+
+def list_placement_groups(address=None, filters=None, limit=DEFAULT_LIMIT,
+                          timeout=DEFAULT_RPC_TIMEOUT, detail=False,
+                          raise_on_missing_output=True,
+                          _explain=False) -> list[PlacementGroupState]:
+    return _list(StateResource.PLACEMENT_GROUPS, address, filters, limit, timeout, detail,
+                 raise_on_missing_output, _explain)
+
+
+def list_workers(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
+                 detail=False, raise_on_missing_output=True, _explain=False) -> list[WorkerState]:
+    return _list(StateResource.WORKERS, address, filters, limit, timeout, detail,
+                 raise_on_missing_output, _explain)
+
+
+def list_objects(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
+                 detail=False, raise_on_missing_output=True, _explain=False) -> list[ObjectState]:
+    return _list(StateResource.OBJECTS, address, filters, limit, timeout, detail,
+                 raise_on_missing_output, _explain)
+
+
+# -- get -------------------------------------------------------------------------------------
+def _get(resource: StateResource, id: str, address, timeout, explain):
+    if not isinstance(id, str) or not id:
+        raise ValueError(f"get_{resource.value.rstrip('s')}() takes an id string, got {id!r}")
+    rows = _list(resource, address, [(ID_COLUMNS[resource], "=", id)], 10_000, timeout,
+                 True, False, explain)
+    if resource is StateResource.OBJECTS:
+        return rows
+    return rows[0] if rows else None
+
+
+def get_actor(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+              _explain=False) -> ActorState | None:
+    return _get(StateResource.ACTORS, id, address, timeout, _explain)
+
+
+def get_task(id, address=None, timeout=DEFAULT_RPC_TIMEOUT, _explain=False) -> TaskState | None:
+    """By task id (hex), or by an ``ObjectRef`` the task returned."""
+    if not isinstance(id, str):
+        task_id = getattr(id, "task_id", None)
+        if task_id is None:
+            raise ValueError(f"get_task() takes a task id (hex) or an ObjectRef, got {id!r}")
+        id = task_id().hex()
+    return _get(StateResource.TASKS, id, address, timeout, _explain)
+
+
+def get_node(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+             _explain=False) -> NodeState | None:
+    return _get(StateResource.NODES, id, address, timeout, _explain)
+
+
+def get_job(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+            _explain=False) -> JobState | None:
+    """By submission id, or by job id (a driver job has no submission id)."""
+    row = _get(StateResource.JOBS, id, address, timeout, _explain)
+    if row is None:
+        rows = _list(StateResource.JOBS, address, [("job_id", "=", id)], 10_000, timeout,
+                     True, False, _explain)
+        row = rows[0] if rows else None
+    return row
+
+
+def get_placement_group(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+                        _explain=False) -> PlacementGroupState | None:
+    return _get(StateResource.PLACEMENT_GROUPS, id, address, timeout, _explain)
+
+
+def get_worker(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+               _explain=False) -> WorkerState | None:
+    return _get(StateResource.WORKERS, id, address, timeout, _explain)
+
+
+def get_objects(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+                _explain=False) -> list[ObjectState]:
+    return _get(StateResource.OBJECTS, id, address, timeout, _explain)
+
+
+# -- summaries -------------------------------------------------------------------------------
+def _summarize(resource: SummaryResource, address, timeout, explain) -> dict:
+    started = time.time()
+    source = _source(address)
+    result = source.summarize(resource, timeout) if isinstance(source, _HttpSource) \
+        else source.summarize(resource)
+    if explain:
+        print(f"state API: {resource.value} summary in {time.time() - started:.3f} s")
+    return result
+
+
+def summarize_tasks(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
+                    _explain=False) -> dict:
+    return _summarize(SummaryResource.TASKS, address, timeout, _explain)
+
+
+def summarize_actors(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
+                     _explain=False) -> dict:
+    return _summarize(SummaryResource.ACTORS, address, timeout, _explain)
+
+
+def summarize_objects(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
+                      _explain=False) -> dict:
+    return _summarize(SummaryResource.OBJECTS, address, timeout, _explain)
+
+
+# -- logs ------------------------------------------------------------------------------------
+def list_logs(address=None, node_id=None, node_ip=None, glob_filter=None,
+              timeout=DEFAULT_RPC_TIMEOUT) -> dict[str, list[str]]:
+    """Log files of one node (the head unless ``node_id``/``node_ip`` names one), grouped
+    as Ray groups them (raylet, worker_out, ...); read from that node's raylet."""
+    return _cluster_logs(address).list_logs(node_id=node_id, node_ip=node_ip,
+                                            glob_filter=glob_filter or "*")
+
+
+def get_log(address=None, node_id=None, node_ip=None, filename=None, actor_id=None,
+            task_id=None, pid=None, follow=False, tail=-1, timeout=DEFAULT_RPC_TIMEOUT,
+            suffix="out", encoding="utf-8", errors="strict", submission_id=None,
+            attempt_number=0, _interval=None, filter_ansi_code=False) -> Iterator[str]:
+    """Yield a log file's content: by file name on a node, or the log of an actor, task,
+    worker pid or submitted job, from whichever node it is on. ``follow=True`` keeps
+    yielding what is appended."""
+    from ray._private import log_reader
+
+    query = log_reader.LogQuery(
+        node_id=node_id, node_ip=node_ip, filename=filename, actor_id=actor_id,
+        task_id=task_id, pid=pid, suffix=suffix, submission_id=submission_id,
+        attempt_number=attempt_number, tail_lines=tail, follow=follow,
+        interval_s=_interval if _interval is not None else 0.5,
+        filter_ansi_code=filter_ansi_code)
+    for chunk in _cluster_logs(address).stream(query):
+        yield chunk if encoding is None else chunk.decode(encoding, errors)
+
+
+def _cluster_logs(address):
+    """The cluster's logs: node and worker lookups in its GCS, the files from its raylets
+    (which check the cluster secret: the connected runtime's, else the one for the
+    address, as ``ray.init(address=...)`` finds it)."""
+    from ray._private import auth
+    from ray._private.driver import _resolve_address
+    from ray._private.log_reader import ClusterLogs
+
+    source = _source(address)
+    if isinstance(source, _HttpSource):
+        raise RayStateApiException(
+            "Logs are read through the cluster's GCS: pass address='auto' or the GCS "
+            "address (host:port), not the dashboard URL.")
+    if address is None and _connected_gcs() is not None:
+        return ClusterLogs(source.gcs, auth.cluster_secret())
+    resolved = _resolve_address(address or "auto")
+    return ClusterLogs(source.gcs, auth.resolve_secret(resolved, None) or auth.cluster_secret())
+
+
+__all__ = [
+    "get_actor", "get_job", "get_log", "get_node", "get_objects", "get_placement_group",
+    "get_task", "get_worker", "list_actors", "list_jobs", "list_logs", "list_nodes",
+    "list_objects", "list_placement_groups", "list_tasks", "list_workers", "summarize_actors",
+    "summarize_objects", "summarize_tasks",
+]

@@ -1,0 +1,3 @@
+from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
+
+__all__ = ["ParallelPettingZooEnv", "PettingZooEnv"]

@@ -1,0 +1,1 @@
+"""Logger callbacks for experiment trackers: `mlflow.MLflowLoggerCallback`, `wandb.WandbLoggerCallback`."""
