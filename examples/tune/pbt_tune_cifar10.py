@@ -150,6 +150,11 @@ def main(smoke_test: bool = False, local_dir: str | None = None):
     pbt = PopulationBasedTraining(
         time_attr="training_iteration", metric="mean_accuracy", mode="max",
         perturbation_interval=1 if smoke_test else 4,
+        # The smoke run's epochs are short: on a loaded machine one member can finish all
+        # six before the other's worker has started, and asynchronous PBT then never ranks
+        # them together. Synchronous PBT waits for both at every perturbation point.
+        synch=smoke_test,
+        seed=0 if smoke_test else None,  # with synch, the smoke run is the same every time
         hyperparam_mutations={
             "lr": lambda: random.uniform(0.001, 0.1),
             "momentum": [0.5, 0.8, 0.9, 0.95],

@@ -174,6 +174,10 @@ class ActorManager:
         task_id = job.ids.next_task_id()
         actor_id = task_id
         namespace = opts.namespace or job.namespace
+        # Arguments are encoded before the name is claimed: between the claim and the
+        # table entry below nothing may fail, since racing creators take a claimed name
+        # with no entry yet for an actor being created (see _claim_name).
+        encoded = self._objects.encode_args(args, kwargs, f"{_qualified(cls)}.__init__")
         if opts.name:
             existing = self._claim_name(namespace, opts.name, actor_id)
             if existing is not None:
@@ -183,12 +187,6 @@ class ActorManager:
                     f"The name {opts.name} (namespace={namespace}) is already taken by a live "
                     f"actor: pick another name, get it with ray.get_actor({opts.name!r}), or "
                     "create it with .options(name=..., get_if_exists=True).")
-        try:
-            encoded = self._objects.encode_args(args, kwargs, f"{_qualified(cls)}.__init__")
-        except BaseException:
-            if opts.name:
-                self._release_name(namespace, opts.name, actor_id)
-            raise
         is_async = any(m.is_async for m in methods.values())
         spec = TaskSpec(
             task_id=task_id, job_id=job.hex, function_id=class_id,
@@ -248,7 +246,9 @@ class ActorManager:
             if existing is None:
                 continue  # released between the two reads: try again
             entry = self._table_get(existing)
-            if entry is not None and entry.get("state") != DEAD:
+            if entry is None or entry.get("state") != DEAD:
+                # No entry yet: its creator claimed the name a moment ago and is writing
+                # the entry now (create() does nothing that can fail in between).
                 return existing
             # Held by a dead actor whose name was not released (its owner died): free it.
             self._release_name(namespace, name, existing)
