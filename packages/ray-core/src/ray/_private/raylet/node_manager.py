@@ -131,6 +131,7 @@ class NodeManager:
         self._stopping = False
         self._gcs_down = False
         self._gcs_back_at = 0.0  # when the GCS answered again after an outage
+        self._last_beat_at = time.time()  # when our last heartbeat landed
         self._orphaned_jobs: set[str] = set()  # a restarted head: see _start_as_head
         self.loop = None
         self.tcp_port = None
@@ -693,6 +694,12 @@ class NodeManager:
             logger.warning("GCS reachable again")
             self._gcs_down = False
             self._gcs_back_at = now
+        elif now - self._last_beat_at > self.config.heartbeat_timeout_s / 2:
+            # Our own heartbeat was late by half a timeout without a failed call: the
+            # Redis client retried through an outage that ended within one call, or this
+            # loop stalled. Either way the others' silence was not watched: grace again.
+            self._gcs_back_at = now
+        self._last_beat_at = time.time()
         self.publish_load(now)
         nodes = self.gcs.hgetall_obj(keys.NODES)
         loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
