@@ -169,6 +169,7 @@ def test_images_without_default_filters_say_what_to_set():
 
 @pytest.mark.learning
 @pytest.mark.slow
+@pytest.mark.timeout(4 * 3600 + 60)  # the global 300 s limit would end the run at once
 def test_pong_learning_check():
     """PPO on Pong from pixels gains 5 points (benchmarks/bench_rllib_pong.py; about an
     hour on a quiet 2-core machine)."""

@@ -38,7 +38,7 @@ class APPOConfig(ImpalaConfig):
     clip_param: float = 0.4  # surrogate clip epsilon
     replay_buffer_num_slots: int = 100
     standardize_advantages: bool = True  # per train batch (helps small problems)
-    straggler_mitigation: bool = False  # accepted, unused
+    straggler_mitigation: bool = False  # removed in 0.7: True is an error (see _init)
 
 
 DEFAULT_CONFIG = merge_dicts(impala.DEFAULT_CONFIG, algorithm_defaults(APPOConfig))
@@ -99,6 +99,12 @@ class APPOTrainer(ImpalaTrainer):
     _name = "APPO"
     _default_config = DEFAULT_CONFIG
     _policy = AsyncPPOTorchPolicy
+
+    def _init(self, config, env_creator):
+        if config.get("straggler_mitigation"):
+            raise ValueError("straggler_mitigation was removed in Ray 0.7 (it dropped slow "
+                             "workers' samples from TF's multi-GPU loader): drop the key")
+        super()._init(config, env_creator)
 
 
 __all__ = ["APPOConfig", "APPOTrainer", "AsyncPPOTorchPolicy", "DEFAULT_CONFIG"]
