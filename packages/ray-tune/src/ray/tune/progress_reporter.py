@@ -8,7 +8,8 @@
 `ProgressReporter` is the interface (Ray 2.x): the driver loop asks `should_report(trials,
 done)` and, if so, calls `report(trials, done, *sys_info)`. `CLIReporter` prints the
 table (drawn with `tabulate`) to stdout, at most once per `max_report_frequency`
-seconds, and once at the end; `JupyterNotebookReporter` shows it as HTML in a notebook
+seconds, and once at the end (`sort_by_metric=True`: the terminated trials sorted by
+`metric`, best first for `mode`, as in Ray); `JupyterNotebookReporter` shows it as HTML in a notebook
 (IPython), replacing the previous table when `overwrite=True`.
 
 Columns: `metric_columns` (a list, or a dict {result key: shown name}; nested keys as
@@ -236,18 +237,21 @@ class TuneReporterBase(ProgressReporter):
         return columns
 
     def _ordered(self, trials: list) -> list:
-        """Trials grouped by status (running first); sorted by the metric when asked."""
+        """Trials grouped by status (running first); with `sort_by_metric`, the terminated
+        ones sorted by the metric, best first for the mode (as in Ray: the other groups keep
+        their order, and those are the rows a long table still shows)."""
         ordered = sorted(trials, key=lambda t: _STATUS_ORDER.get(t.status, 99))
-        if self._sort_by_metric and self._metric:
-            sign = -1.0 if (self._mode or "max") == "max" else 1.0
+        if not (self._sort_by_metric and self._metric):
+            return ordered
+        sign = -1.0 if (self._mode or "max") == "max" else 1.0
 
-            def key(trial):
-                value = trial.last_result.get(self._metric)
-                scored = isinstance(value, numbers.Number) and value == value
-                return (0 if scored else 1, sign * value if scored else 0.0)
+        def key(trial):
+            value = _get(trial.last_result, self._metric)
+            scored = isinstance(value, numbers.Number) and value == value
+            return (0 if scored else 1, sign * value if scored else 0.0)
 
-            ordered = sorted(trials, key=key)
-        return ordered
+        best_first = iter(sorted((t for t in ordered if t.status == Trial.TERMINATED), key=key))
+        return [next(best_first) if t.status == Trial.TERMINATED else t for t in ordered]
 
     def trial_table(self, trials: list, fmt: str = "psql") -> str:
         """The table of trials: name, status, location, parameters, metrics."""
