@@ -1,6 +1,9 @@
 """ray.init configures the `ray` logger (own handler, propagate=False) and never the root logger."""
 
+import json
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -56,17 +59,36 @@ def test_bad_logging_level_is_an_error_naming_the_parameter():
     assert not ray.is_initialized()
 
 
-def test_ray_init_does_not_touch_the_root_logger(clean_ray_logger):
-    root = logging.getLogger()
-    before = (list(root.handlers), root.level)
-    ray.init(num_cpus=1, object_store_memory=64 * 1024**2, logging_level="warning")
-    try:
-        assert (list(root.handlers), root.level) == before
-        assert clean_ray_logger.propagate is False
-        assert clean_ray_logger.level == logging.WARNING
-        assert any(isinstance(h, log_setup.RayLogHandler) for h in clean_ray_logger.handlers)
-    finally:
-        ray.shutdown()
+_FRESH_DRIVER = """
+import json, logging
+import ray
+
+root = logging.getLogger()
+before = {"handlers": [repr(h) for h in root.handlers], "level": root.level}
+ray.init(num_cpus=1, object_store_memory=64 * 1024**2, logging_level="info")
+try:
+    after = {"handlers": [repr(h) for h in root.handlers], "level": root.level}
+    ray_logger = logging.getLogger("ray")
+    logging.getLogger("ray.check").info("RAY-LOGGER-STILL-PRINTS")
+    logging.getLogger("user.module").info("USER-INFO-STAYS-SILENT")
+finally:
+    ray.shutdown()
+print(json.dumps({"before": before, "after": after, "propagate": ray_logger.propagate}))
+"""
+
+
+def test_ray_init_leaves_a_fresh_drivers_root_logger_without_handlers():
+    # A fresh process: pytest puts handlers on the root logger of its own, so a
+    # logging.basicConfig() inside ray.init would go unnoticed in-process.
+    proc = subprocess.run([sys.executable, "-c", _FRESH_DRIVER], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["before"] == {"handlers": [], "level": logging.WARNING}
+    assert seen["after"] == seen["before"], proc.stderr[-3000:]
+    assert seen["propagate"] is False
+    assert proc.stderr.count("RAY-LOGGER-STILL-PRINTS") == 1
+    assert "USER-INFO-STAYS-SILENT" not in proc.stderr + proc.stdout
 
 
 def test_configure_logging_false_leaves_the_ray_logger_alone(clean_ray_logger):
