@@ -58,6 +58,9 @@ class RayConfig:
     task_events_enabled: bool = True
     task_events_max_buffered: int = 100_000
     task_events_max_in_gcs: int = 200_000
+    # Ray's RAY_record_task_actor_creation_sites: the owner keeps the stack of each
+    # .remote() call in its submitted event (the state API's call_site; off by default).
+    record_task_actor_creation_sites: bool = False
     log_to_driver_poll_s: float = 0.1
     # Workers import functions/classes from their own copy of the code (by module and
     # name) instead of unpickling them from the GCS (ray.init/ray start --load-code-from-local).

@@ -70,6 +70,12 @@ def introspect(gcs, what=(), timeout_s: float = 1.0) -> list[dict]:
     Waits until as many replies arrived as there were subscribers when the
     request went out, or ``timeout_s``.
     """
+    return introspect_counted(gcs, what, timeout_s)[0]
+
+
+def introspect_counted(gcs, what=(), timeout_s: float = 1.0) -> tuple[list[dict], int]:
+    """``introspect``, and how many processes were asked (more than the replies when
+    some did not answer within ``timeout_s``)."""
     request_id = secrets.token_hex(8)
     channel = keys.channel_introspect_reply(request_id)
     replies: list[dict] = []
@@ -91,13 +97,18 @@ def introspect(gcs, what=(), timeout_s: float = 1.0) -> list[dict]:
         done.wait(timeout_s)
     finally:
         gcs.unsubscribe(channel)
-    return list(replies)
+    return list(replies), subscribers
 
 
 def memory_table(gcs, timeout_s: float = 1.0) -> list[dict]:
     """Every live object reference in the cluster, one row per (process, object)."""
+    return memory_rows(introspect(gcs, what=("refs",), timeout_s=timeout_s))
+
+
+def memory_rows(reports: list[dict]) -> list[dict]:
+    """The reference rows of introspection replies asked for ``"refs"``."""
     rows = []
-    for report in introspect(gcs, what=("refs",), timeout_s=timeout_s):
+    for report in reports:
         where = {"pid": report["pid"], "node_ip": report["node_ip"], "mode": report["mode"],
                  "job_id": report["job_id"], "worker_id": report["worker_id"]}
         for ref in report.get("refs", ()):

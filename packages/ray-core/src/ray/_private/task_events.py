@@ -15,14 +15,17 @@ dashboard's task pages show. Three parts:
 * **Storing** (the GCS): each event is one element of the Redis list
   ``ray:task_events``; a flush appends a process's events with one ``RPUSH`` and trims
   the list to the newest ``max_events_in_gcs`` (``LTRIM``), so the history is bounded in
-  events whatever the number of processes.
+  events whatever the number of processes. Events a process dropped (its buffer was
+  full) are counted per process in ``ray:task_events_dropped`` (``dropped_in_gcs``):
+  the state API reports them as Ray's ``num_status_task_events_dropped``.
 * **Querying**: ``read_tasks(gcs)`` reads the list and ``merge`` folds events into one
   ``TaskRecord`` per task id (pure; events may arrive out of order across processes,
   so a state never moves backwards: ``FINISHED`` beats ``RUNNING`` beats ``PENDING_*``).
 
 Wire form of an event (msgpack array; ids as bytes)::
 
-    [SUBMITTED, task_id, t, attempt, name, kind, job_hex, actor_id, parent_task_id, waits]
+    [SUBMITTED, task_id, t, attempt, name, kind, job_hex, actor_id, parent_task_id, waits,
+     call_site]   # call_site only with record_task_actor_creation_sites
     [ARGS_READY, task_id, t]
     [RUNNING, task_id, t_start, node_id, worker_id, pid, name]
     [FINISHED, task_id, t_end, t_start, node_id, worker_id, pid, name]
@@ -42,6 +45,7 @@ import dataclasses
 import os
 import threading
 import time
+import traceback
 
 import msgpack
 
@@ -131,7 +135,8 @@ class BufferedTaskEvents(TaskEventRecorder):
     """
 
     def __init__(self, *, node_id: bytes, worker_id: bytes, capacity: int = DEFAULT_MAX_BUFFERED,
-                 max_events_in_gcs: int = DEFAULT_MAX_EVENTS_IN_GCS, clock=time.time):
+                 max_events_in_gcs: int = DEFAULT_MAX_EVENTS_IN_GCS, clock=time.time,
+                 record_call_sites: bool = False):
         if capacity < 1:
             raise ValueError(f"task_events_max_buffered must be >= 1, got {capacity}")
         if max_events_in_gcs < 1:
@@ -142,6 +147,8 @@ class BufferedTaskEvents(TaskEventRecorder):
         self.worker_id = worker_id
         self.pid = os.getpid()
         self.dropped = 0
+        self.dropped_total = 0  # since the process started: what the GCS holds for it
+        self.record_call_sites = record_call_sites
         self._clock = clock
         self._events: list[bytes] = []
         self._running: dict[bytes, tuple[float, str]] = {}
@@ -157,8 +164,11 @@ class BufferedTaskEvents(TaskEventRecorder):
 
     def submitted(self, task_id, *, name, kind, job_hex, actor_id, parent_task_id, attempt=0,
                   waits_for_args=False) -> None:
-        self._add([SUBMITTED, task_id, self._clock(), attempt, name, kind, job_hex, actor_id,
-                   parent_task_id, waits_for_args])
+        event = [SUBMITTED, task_id, self._clock(), attempt, name, kind, job_hex, actor_id,
+                 parent_task_id, waits_for_args]
+        if self.record_call_sites:
+            event.append(call_site())
+        self._add(event)
 
     def args_ready(self, task_id) -> None:
         self._add([ARGS_READY, task_id, self._clock()])
@@ -211,10 +221,32 @@ class BufferedTaskEvents(TaskEventRecorder):
                 "happened within one flush period", dropped, self.capacity)
         if events:
             gcs.rpush_many(keys.TASK_EVENTS, events, max_len=self.max_events_in_gcs)
+        if dropped:
+            # this process's running total under its own field: no read-modify-write race
+            # between processes, and the count outlives the process
+            self.dropped_total += dropped
+            gcs.hset(keys.TASK_EVENTS_DROPPED, self.worker_id.hex(),
+                     str(self.dropped_total).encode())
         return len(events)
 
     def __len__(self) -> int:
         return len(self._events)
+
+
+_RAY_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def call_site() -> str:
+    """The caller's stack, innermost frame last, without ray's own frames (Ray's
+    ``call_site`` of a task or actor with ``RAY_record_task_actor_creation_sites``)."""
+    frames = [f for f in traceback.extract_stack()
+              if not os.path.abspath(f.filename).startswith(_RAY_PACKAGE_DIR)]
+    return "".join(traceback.format_list(frames)).rstrip("\n")
+
+
+def dropped_in_gcs(gcs) -> int:
+    """Task events every process dropped so far (Ray's num_status_task_events_dropped)."""
+    return sum(int(v) for v in gcs.hgetall(keys.TASK_EVENTS_DROPPED).values())
 
 
 def _error_type(error: BaseException) -> str:
@@ -248,7 +280,8 @@ def recorder_for(config, *, node_id: bytes, worker_id: bytes) -> TaskEventRecord
         return NoTaskEvents()
     return BufferedTaskEvents(node_id=node_id, worker_id=worker_id,
                               capacity=config.task_events_max_buffered,
-                              max_events_in_gcs=config.task_events_max_in_gcs)
+                              max_events_in_gcs=config.task_events_max_in_gcs,
+                              record_call_sites=config.record_task_actor_creation_sites)
 
 
 # -- querying -------------------------------------------------------------------------------
@@ -275,6 +308,7 @@ class TaskRecord:
     creation_time_ms: int | None = None
     start_time_ms: int | None = None
     end_time_ms: int | None = None
+    call_site: str | None = None  # with record_task_actor_creation_sites only
     # (state, unix ms) per transition seen; ``events`` is Ray's form of it.
     transitions: list = dataclasses.field(default_factory=list, repr=False)
     ran_as: str = dataclasses.field(default="", repr=False)  # the name its worker reported
@@ -369,6 +403,8 @@ def _apply_submitted(record: TaskRecord, event: list) -> None:
     record.actor_id = _hex(actor_id)
     record.parent_task_id = _hex(parent) or ""
     record.creation_time_ms = int(t * 1000)
+    if len(event) > 10:
+        record.call_site = event[10]
     record._advance(PENDING_ARGS_AVAIL if waits else PENDING_NODE_ASSIGNMENT, int(t * 1000))
 
 
@@ -421,4 +457,5 @@ class TaskTable:
 
 
 __all__ = ["STATES", "TASK_TYPES", "BufferedTaskEvents", "NoTaskEvents", "TaskEventRecorder",
-           "TaskRecord", "TaskTable", "decode", "merge", "read_tasks", "recorder_for"]
+           "TaskRecord", "TaskTable", "call_site", "decode", "dropped_in_gcs", "merge", "read_tasks",
+           "recorder_for"]

@@ -1,7 +1,7 @@
 """The state API's routes (Ray's ``/api/v0/`` paths, parameters and envelope).
 
-    GET /api/v0/<resource>?limit=&detail=&filter_keys=&filter_predicates=&filter_values=
-    GET /api/v0/<tasks|actors|objects>/summarize
+    GET /api/v0/<resource>?limit=&timeout=&detail=&filter_keys=&filter_predicates=&filter_values=
+    GET /api/v0/<tasks|actors|objects>/summarize?timeout=
     GET /api/v0/logs?node_id=|node_ip=&glob=          log files of a node, by group
     GET /api/v0/logs/file?<query>                     a log's content (text)
 
@@ -94,13 +94,18 @@ def state_blueprint(source: GcsStateSource, logs: ClusterLogs) -> Blueprint:
         except ValueError:
             return _error(f"{name} cannot be summarized; tasks, actors and objects can", 400)
         try:
-            summary = source.summarize(resource)
+            summary = source.summarize(resource, _options().timeout)
+        except ValueError as exc:
+            return _error(str(exc), 400)
         except Exception as exc:  # noqa: BLE001 - the client shows the reason
             logger.exception("summarize %s failed", name)
             return _error(f"{type(exc).__name__}: {exc}", 500)
-        total = sum(len(v.get("summary", {})) for v in summary.values())
-        return _ok({"total": total, "num_after_truncation": total, "num_filtered": total,
-                    "result": {"node_id_to_summary": summary}})
+        return _ok({"total": summary.total, "num_after_truncation": summary.num_after_truncation,
+                    "num_filtered": summary.num_after_truncation,
+                    "partial_failure_warning": summary.partial_failure_warning,
+                    "warnings": summary.warnings,
+                    "num_status_task_events_dropped": summary.num_status_task_events_dropped,
+                    "result": {"node_id_to_summary": summary.summary}})
 
     @bp.get("/api/v0/<name>")
     def list_resource(name):

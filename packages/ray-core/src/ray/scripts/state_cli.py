@@ -150,7 +150,7 @@ def _summary_text(resource: str, summary: dict, key_name: str) -> str:
 def summary_tasks(timeout, address):
     """Task counts by function and state."""
     click.echo(_summary_text("tasks", _state_call(api.summarize_tasks, address=address,
-                                                  timeout=timeout), "func_or_class_name"))
+                                                  timeout=timeout, raise_on_missing_output=False), "func_or_class_name"))
 
 
 @summary_group.command("actors")
@@ -159,7 +159,7 @@ def summary_tasks(timeout, address):
 def summary_actors(timeout, address):
     """Actor counts by class and state."""
     click.echo(_summary_text("actors", _state_call(api.summarize_actors, address=address,
-                                                   timeout=timeout), "class_name"))
+                                                   timeout=timeout, raise_on_missing_output=False), "class_name"))
 
 
 @summary_group.command("objects")
@@ -168,7 +168,8 @@ def summary_actors(timeout, address):
 def summary_objects(timeout, address):
     """Object references: counts, sizes, reference types."""
     click.echo(_summary_text("objects", _state_call(api.summarize_objects, address=address,
-                                                    timeout=timeout), "callsite"))
+                                                    timeout=timeout,
+                                                    raise_on_missing_output=False), "callsite"))
 
 
 # -- ray logs ---------------------------------------------------------------------------------

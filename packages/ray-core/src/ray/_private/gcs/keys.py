@@ -12,6 +12,8 @@ CLUSTER_SECRET = PREFIX + "cluster_secret"
 PROFILE_EVENTS = PREFIX + "profile_events"  # list of msgpack event batches
 # list of msgpack task events, one per element, trimmed to the newest N (task_events.py)
 TASK_EVENTS = PREFIX + "task_events"
+# hash worker_id hex -> task events that process dropped so far (its buffer was full)
+TASK_EVENTS_DROPPED = PREFIX + "task_events_dropped"
 REDIS_SHARDS = PREFIX + "redis_shards"
 DASHBOARD = PREFIX + "dashboard"  # msgpack {"url", "host", "port", "pid", "node_id"}
 

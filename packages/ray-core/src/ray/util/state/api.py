@@ -8,6 +8,13 @@ Every function takes ``address``:
   cluster's GCS directly, no dashboard needed;
 * ``"http://host:8265"``: ask the dashboard, whose ``/api/v0/`` routes give the same
   answers (Ray's routes and envelope).
+
+``timeout`` (seconds) is the call's deadline. An answer is partial when a driver or
+worker did not answer within it (workers, objects), when processes dropped task events
+because their buffer was full (tasks: Ray's ``num_status_task_events_dropped``), or when
+a process held more references than it reports (objects). A partial answer raises
+``RayStateApiException`` with ``raise_on_missing_output=True`` (the default, as in Ray),
+else it is returned with a ``UserWarning`` saying what is missing.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 
 from ray.util.state.common import (
@@ -31,6 +39,7 @@ from ray.util.state.common import (
     PlacementGroupState,
     StateResource,
     SummaryResource,
+    SummaryResult,
     TaskState,
     WorkerState,
 )
@@ -71,11 +80,19 @@ class _HttpSource:
                           num_after_truncation=data["num_after_truncation"],
                           num_filtered=data["num_filtered"],
                           partial_failure_warning=data.get("partial_failure_warning") or "",
-                          warnings=data.get("warnings") or [])
+                          warnings=data.get("warnings") or [],
+                          num_status_task_events_dropped=data.get(
+                              "num_status_task_events_dropped") or 0)
 
-    def summarize(self, resource: SummaryResource, timeout: float = DEFAULT_RPC_TIMEOUT) -> dict:
+    def summarize(self, resource: SummaryResource,
+                  timeout: float = DEFAULT_RPC_TIMEOUT) -> SummaryResult:
         data = self._get(f"/api/v0/{resource.value}/summarize", {"timeout": timeout}, timeout)
-        return data["result"]["node_id_to_summary"]
+        return SummaryResult(summary=data["result"]["node_id_to_summary"], total=data["total"],
+                             num_after_truncation=data["num_after_truncation"],
+                             partial_failure_warning=data.get("partial_failure_warning") or "",
+                             warnings=data.get("warnings") or [],
+                             num_status_task_events_dropped=data.get(
+                                 "num_status_task_events_dropped") or 0)
 
 
 _gcs_clients: dict[str, object] = {}
@@ -126,23 +143,47 @@ def _connected_gcs():
         ) from None
 
 
-def _explain(resource, result: ListResult | None, started: float) -> None:
-    print(f"state API: {resource.value} answered in {time.time() - started:.3f} s"
-          + (f"; {result.num_filtered} of {result.total} matched, {len(result.result)} "
-             "returned" if result is not None else ""))
+def _explain(resource, result: ListResult | SummaryResult | None, started: float) -> None:
+    counts = ""
+    if isinstance(result, ListResult):
+        counts = (f"; {result.num_filtered} of {result.total} matched, {len(result.result)} "
+                  "returned")
+    print(f"state API: {resource.value} answered in {time.time() - started:.3f} s{counts}")
     for warning in (result.warnings if result is not None else []):
         print(f"warning: {warning}")
 
 
-def _raise_on_missing(resource: StateResource, result: ListResult) -> None:
+def _missing_output(resource, result: ListResult | SummaryResult) -> str:
+    """What a partial answer lacks, in words ("" when the answer is complete)."""
+    parts = []
     if result.partial_failure_warning:
-        raise RayStateApiException(
-            f"Some {resource.value} could not be read: {result.partial_failure_warning} "
-            "(pass raise_on_missing_output=False to accept a partial answer).")
+        parts.append(result.partial_failure_warning)
     if result.total != result.num_after_truncation:
+        dropped = result.num_status_task_events_dropped
+        if dropped:
+            parts.append(
+                f"{dropped} task events were dropped before they reached the GCS "
+                f"(num_status_task_events_dropped={dropped}): a process recorded more than "
+                "task_events_max_buffered events within one flush period, so some tasks "
+                "are missing or show an earlier state (raise RAY_task_events_max_buffered).")
+        if result.total - result.num_after_truncation > dropped:
+            parts.append(
+                f"{result.num_after_truncation} of {result.total} {resource.value} could "
+                "be read: " + " ".join(w for w in result.warnings if "reports at most" in w))
+    return " ".join(p.strip() for p in parts)
+
+
+def _check_missing(resource, result: ListResult | SummaryResult, raise_on_missing_output,
+                   stacklevel: int = 4) -> None:
+    missing = _missing_output(resource, result)
+    if not missing:
+        return
+    if raise_on_missing_output:
         raise RayStateApiException(
-            f"Only {result.num_after_truncation} of {result.total} {resource.value} could be "
-            "read (pass raise_on_missing_output=False to accept a partial answer).")
+            f"Failed to retrieve all {resource.value} from the cluster: {missing} "
+            "(pass raise_on_missing_output=False to accept a partial answer).")
+    warnings.warn(f"The returned {resource.value} may be incomplete: {missing}",
+                  UserWarning, stacklevel=stacklevel)
 
 
 # -- list ------------------------------------------------------------------------------------
@@ -152,8 +193,7 @@ def _list(resource: StateResource, address, filters, limit, timeout, detail,
                           filters=tuple(filters or ()))
     started = time.time()
     result = _source(address).list(resource, options)
-    if raise_on_missing_output:
-        _raise_on_missing(resource, result)
+    _check_missing(resource, result, raise_on_missing_output)
     if explain:
         _explain(resource, result, started)
     schema = RESOURCE_SCHEMAS[resource]
@@ -262,29 +302,34 @@ def get_objects(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
 
 
 # -- summaries -------------------------------------------------------------------------------
-def _summarize(resource: SummaryResource, address, timeout, explain) -> dict:
+def _summarize(resource: SummaryResource, address, timeout, raise_on_missing_output,
+               explain) -> dict:
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     started = time.time()
-    source = _source(address)
-    result = source.summarize(resource, timeout) if isinstance(source, _HttpSource) \
-        else source.summarize(resource)
+    result = _source(address).summarize(resource, timeout)
+    _check_missing(resource, result, raise_on_missing_output)
     if explain:
-        print(f"state API: {resource.value} summary in {time.time() - started:.3f} s")
-    return result
+        _explain(resource, result, started)
+    return result.summary
 
 
 def summarize_tasks(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
                     _explain=False) -> dict:
-    return _summarize(SummaryResource.TASKS, address, timeout, _explain)
+    return _summarize(SummaryResource.TASKS, address, timeout, raise_on_missing_output,
+                      _explain)
 
 
 def summarize_actors(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
                      _explain=False) -> dict:
-    return _summarize(SummaryResource.ACTORS, address, timeout, _explain)
+    return _summarize(SummaryResource.ACTORS, address, timeout, raise_on_missing_output,
+                      _explain)
 
 
 def summarize_objects(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
                       _explain=False) -> dict:
-    return _summarize(SummaryResource.OBJECTS, address, timeout, _explain)
+    return _summarize(SummaryResource.OBJECTS, address, timeout, raise_on_missing_output,
+                      _explain)
 
 
 # -- logs ------------------------------------------------------------------------------------

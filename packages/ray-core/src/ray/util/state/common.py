@@ -90,6 +90,8 @@ class ActorState(StateSchema):
     placement_group_id: str | None = state_column(filterable=True, detail=True)
     repr_name: str | None = state_column(filterable=True, detail=True)
     num_restarts: int = state_column(filterable=False, detail=True, default=0)
+    # the stack of the .remote() that created it (RAY_record_task_actor_creation_sites=true)
+    call_site: str | None = state_column(filterable=False, detail=True)
 
 
 @dataclass
@@ -115,6 +117,8 @@ class TaskState(StateSchema):
     start_time_ms: int | None = state_column(filterable=False, detail=True)
     end_time_ms: int | None = state_column(filterable=False, detail=True)
     error_message: str | None = state_column(filterable=False, detail=True)
+    # the stack of its .remote() call (RAY_record_task_actor_creation_sites=true)
+    call_site: str | None = state_column(filterable=False, detail=True)
 
 
 @dataclass
@@ -253,14 +257,35 @@ def _check_filter(item) -> tuple:
 
 @dataclass
 class ListResult:
-    """One list answer: the rows after filtering and the limit, and the counts Ray reports."""
+    """One list answer: the rows after filtering and the limit, and the counts Ray reports.
+
+    ``total`` > ``num_after_truncation`` when the source knows of rows it could not
+    return (task events dropped by a full buffer, references a process did not report);
+    ``partial_failure_warning`` names the processes that did not answer in time."""
 
     result: list[dict]
-    total: int  # rows the source had before filtering
-    num_after_truncation: int  # rows the source returned (sources never truncate here)
+    total: int  # rows the source had before filtering (with those it could not return)
+    num_after_truncation: int  # rows the source returned
     num_filtered: int  # rows that matched the filters (before the limit)
     partial_failure_warning: str = ""
     warnings: list[str] = field(default_factory=list)
+    num_status_task_events_dropped: int = 0  # tasks only: events no process could ship
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class SummaryResult:
+    """One summary answer: ``summary`` is ``{"cluster": {...}}``; the counts are those of
+    the rows it summarizes (as in ``ListResult``)."""
+
+    summary: dict
+    total: int
+    num_after_truncation: int
+    partial_failure_warning: str = ""
+    warnings: list[str] = field(default_factory=list)
+    num_status_task_events_dropped: int = 0
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -269,4 +294,5 @@ class ListResult:
 __all__ = ["DEFAULT_LIMIT", "DEFAULT_RPC_TIMEOUT", "ID_COLUMNS", "RESOURCE_SCHEMAS",
            "ActorState", "JobState", "ListOptions", "ListResult", "NodeState",
            "ObjectState", "PlacementGroupState", "StateResource", "StateSchema",
-           "SummaryResource", "TaskState", "WorkerState", "resource_from_name", "state_column"]
+           "SummaryResource", "SummaryResult", "TaskState", "WorkerState", "resource_from_name",
+           "state_column"]
