@@ -503,9 +503,11 @@ class _Shell:
                 if event is not None:
                     trial, result, error = event
                     if error is None:
-                        actions = self._on_reported_checkpoint(trial, result)
+                        actions, reported = self._on_reported_checkpoint(trial, result)
                         actions += c.on_result(trial, result)
                         self.callbacks.call("on_trial_result", trial=trial, result=trial.last_result)
+                        if reported is not None:
+                            self._checkpoint_callbacks(trial, reported)
                         if self.verbose >= 2 and self.reporter is not None:
                             print(f"Result for {trial}: {trial_progress_str(trial)}")
                     else:
@@ -569,16 +571,13 @@ class _Shell:
         elif isinstance(action, C.RestoreTrial):
             cbs.call("on_trial_restore", trial=trial)
         elif isinstance(action, C.SaveTrial):
+            saved = trial.checkpoint
+            path = None
             if action.storage == TrialCheckpoint.DISK:
                 self._new_checkpoint = True
-            cbs.call("on_trial_save", trial=trial)
-            saved = trial.checkpoint
-            if (action.storage == TrialCheckpoint.DISK and cbs.uses("on_checkpoint")
-                    and saved is not None and isinstance(saved.value, str)):
-                from ray.tune.checkpoint import Checkpoint
-
-                path = saved.value if os.path.isdir(saved.value) else os.path.dirname(saved.value)
-                cbs.call("on_checkpoint", trial=trial, checkpoint=Checkpoint(path))
+                if saved is not None and isinstance(saved.value, str):
+                    path = saved.value if os.path.isdir(saved.value) else os.path.dirname(saved.value)
+            self._checkpoint_callbacks(trial, path)
         elif isinstance(action, C.StopTrial):
             if trial.status == Trial.TERMINATED:
                 cbs.call("on_trial_complete", trial=trial)
@@ -587,19 +586,29 @@ class _Shell:
             elif action.error and trial.status == Trial.PENDING:
                 cbs.call("on_trial_recover", trial=trial)
 
-    def _on_reported_checkpoint(self, trial: Trial, result: dict) -> list:
-        """A function trial's `train.report(..., checkpoint=...)`: now its checkpoint on disk."""
+    def _checkpoint_callbacks(self, trial: Trial, path: str | None) -> None:
+        """A checkpoint was received (Ray 2.x order): `on_checkpoint` for one on disk at
+        `path`, then `on_trial_save` (for every save, memory ones included)."""
+        cbs = self.callbacks
+        if path is not None and cbs.uses("on_checkpoint"):
+            from ray.tune.checkpoint import Checkpoint
+
+            cbs.call("on_checkpoint", trial=trial, checkpoint=Checkpoint(path))
+        cbs.call("on_trial_save", trial=trial)
+
+    def _on_reported_checkpoint(self, trial: Trial, result: dict) -> tuple[list, str | None]:
+        """A function trial's `train.report(..., checkpoint=...)`: now its checkpoint on disk.
+
+        Returns the controller's actions and the checkpoint's path (None: no checkpoint);
+        the callbacks hear of it after `on_trial_result`, as in Ray, where the reported
+        checkpoint is saved after its result is processed."""
         name = result.get(CHECKPOINT_DIR_NAME)
         if not name:
-            return []
+            return [], None
         path = os.path.join(trial.logdir, name)
         self._new_checkpoint = True
         actions = self.controller.on_checkpoint(trial, TrialCheckpoint(TrialCheckpoint.DISK, path, result))
-        if self.callbacks.uses("on_checkpoint"):
-            from ray.tune.checkpoint import Checkpoint
-
-            self.callbacks.call("on_checkpoint", trial=trial, checkpoint=Checkpoint(path))
-        return actions
+        return actions, path
 
     def _check_stuck(self) -> None:
         c = self.controller
