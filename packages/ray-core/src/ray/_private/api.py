@@ -18,6 +18,7 @@ from ray._private import runtime_env as runtime_env_mod
 from ray._private.config import build_config, with_spilling_directory
 from ray._private.job_env import address_from_environment, injected_runtime_env
 from ray._private.object_ref import ObjectRef
+from ray._private.options import UNSUPPORTED as UNSUPPORTED_OPTIONS
 from ray._private.options import ActorOptions, TaskOptions, check_method_option
 from ray._private.ref_generators import ObjectRefGenerator
 from ray._private.runtime.interface import LocalModeUnsupported, Runtime
@@ -363,8 +364,10 @@ def get_actor(name: str, namespace: str | None = None):
 def method(*args, **kwargs):
     """Annotate an actor method: ``@ray.method(num_returns=2)`` (or ``num_return_vals``)."""
     valid = {"num_returns", "num_return_vals", "concurrency_group", "max_task_retries",
-             "retry_exceptions", "enable_task_events", "_generator_backpressure_num_objects"}
+             "retry_exceptions", "enable_task_events"}
     for key in kwargs:
+        if key in UNSUPPORTED_OPTIONS:
+            raise ValueError(UNSUPPORTED_OPTIONS[key])
         if key not in valid:
             raise unknown_keyword_error("@ray.method", key, valid)
     num_returns = kwargs.get("num_returns", kwargs.get("num_return_vals"))

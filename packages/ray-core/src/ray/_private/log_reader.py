@@ -33,6 +33,7 @@ from ray._private.log_messages import (
     ReadLogRequest,
     check_log_name,
 )
+from ray._private.messages import OwnerAddress
 from ray.exceptions import AuthenticationError, RayConnectionError
 
 _ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -229,10 +230,10 @@ class ClusterLogs:
             entry = state.actors_from_gcs(self.gcs).get(query.actor_id)
             if entry is None:
                 raise LogNotFound(f"no actor {query.actor_id}")
-            address = entry.get("address")
-            if address:  # alive: [ip, port, unix path, worker id]
-                return self._worker_log(entry.get("node_id"), address[3].hex(), query.suffix,
-                                        f"actor {query.actor_id}")
+            if entry.get("address"):  # alive: the worker it runs in
+                address = OwnerAddress.from_wire(entry["address"])
+                return self._worker_log(entry.get("node_id"), address.worker_id.hex(),
+                                        query.suffix, f"actor {query.actor_id}")
             # Not running now: the worker it last ran in (its creation task's record).
             record = task_events.read_tasks(self.gcs).get(query.actor_id)
             if record is None:

@@ -23,7 +23,9 @@ from ray._private.config import RayConfig, config_to_json
 from ray._private.pdeathsig import die_with_parent
 from ray.exceptions import RaySystemError
 
-DEFAULT_TEMP_DIR = "/tmp/ray"
+# As Ray: sessions and the `ray start` address file live in $RAY_TMPDIR/ray (/tmp/ray by
+# default), so a driver started with the same RAY_TMPDIR finds that machine's cluster.
+DEFAULT_TEMP_DIR = os.path.join(os.environ.get("RAY_TMPDIR") or "/tmp", "ray")
 
 
 def find_redis_server() -> str:

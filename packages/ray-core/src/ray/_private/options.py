@@ -22,10 +22,24 @@ _ALIASES = {
     "max_reconstructions": "max_restarts",
 }
 # Accepted for compatibility with no effect here: Ray-internal metadata of libraries
-# (``_metadata``), 0.7's ``checkpoint_interval`` (checkpointing is decided by the
-# actor's ``should_checkpoint``), and options the actor side does not implement yet.
-_IGNORED = {"checkpoint_interval", "_metadata", "label_selector",
-            "_generator_backpressure_num_objects"}
+# (``_metadata``) and 0.7's ``checkpoint_interval`` (checkpointing is decided by the
+# actor's ``should_checkpoint``).
+_IGNORED = {"checkpoint_interval", "_metadata"}
+# Ray 2.x options this runtime does not implement: refused, saying what to use instead
+# (accepting them would silently schedule or stream differently from what was asked).
+UNSUPPORTED = {
+    "label_selector": (
+        "The option 'label_selector' is not supported: nodes here carry no labels, so no "
+        "selector could match. Give the nodes you mean a custom resource instead (`ray "
+        "start --resources='{\"my_label\": 1000}'`, or Cluster.add_node(resources=...)) "
+        "and request a sliver of it: resources={\"my_label\": 0.001}."),
+    "_generator_backpressure_num_objects": (
+        "The option '_generator_backpressure_num_objects' is not supported: a streaming "
+        "generator task here runs to its end without pausing (the values its caller has "
+        "not taken yet wait in the object store, which spills to disk). Remove the "
+        "option; to bound how far a producer runs ahead of its consumer, pass the values "
+        "through a ray.util.queue.Queue(maxsize=N), whose put blocks while it is full."),
+}
 # Generators' num_returns (Ray 2.x): refs streamed as the task yields, or one ref to the
 # list of refs the task yielded (``num_returns="dynamic"``).
 STREAMING, DYNAMIC = "streaming", "dynamic"
@@ -218,6 +232,8 @@ def _normalize(where: str, table: dict[str, _Option], valid: set[str],
         key = _ALIASES.get(key, key)
         if key in _IGNORED:
             continue
+        if key in UNSUPPORTED:
+            raise ValueError(UNSUPPORTED[key])
         if key not in valid:
             hint = difflib.get_close_matches(key, sorted(valid | set(_ALIASES)), n=1)
             raise ValueError(

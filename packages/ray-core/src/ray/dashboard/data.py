@@ -9,6 +9,7 @@ once).
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import threading
 import time
@@ -17,8 +18,11 @@ import psutil
 
 from ray._private import chrome_trace, ids, node_stats, state, task_events
 from ray._private.gcs import keys
+from ray._private.messages import MalformedMessage, OwnerAddress
 from ray._private.runtime import cluster_info
 from ray.dashboard import metrics
+
+logger = logging.getLogger(__name__)
 
 LOG_LINES_PER_WORKER = 500
 MAX_LOG_WORKERS = 200
@@ -44,6 +48,17 @@ def jsonable(value):
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
     return value
+
+
+def _host_port(wire) -> str | None:
+    """An actor record's owner or worker address as "host:port" (None: none recorded)."""
+    if not wire:
+        return None
+    try:
+        return OwnerAddress.from_wire(wire).host_port()
+    except MalformedMessage as exc:
+        logger.warning("actor record with a malformed address %r: %s", wire, exc)
+        return None
 
 
 class ClusterView:
@@ -97,15 +112,12 @@ class ClusterView:
     def actors(self) -> list[dict]:
         rows = []
         for actor_id, entry in state.actors_from_gcs(self.gcs).items():
+            # Addresses as "host:port" (the wire form, before jsonable hexes its bytes).
+            where = {key: _host_port(entry.get(key)) for key in ("owner", "address")}
             entry = jsonable(entry)
             entry.pop("methods", None)
             entry["actor_id"] = actor_id
-            owner = entry.get("owner")
-            if isinstance(owner, list) and len(owner) >= 2:
-                entry["owner"] = f"{owner[0]}:{owner[1]}"
-            address = entry.get("address")
-            if isinstance(address, list) and len(address) >= 2:
-                entry["address"] = f"{address[0]}:{address[1]}"
+            entry.update({key: value for key, value in where.items() if value is not None})
             rows.append(entry)
         order = {"ALIVE": 0, "PENDING": 1, "RESTARTING": 2, "DEAD": 3}
         rows.sort(key=lambda a: (order.get(a.get("state"), 9), a.get("class_name") or ""))

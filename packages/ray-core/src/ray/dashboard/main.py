@@ -9,7 +9,6 @@ serves until SIGTERM. The GCS password comes from ``$RAY_REDIS_PASSWORD``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
@@ -101,12 +100,19 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        with contextlib.suppress(Exception):
+        try:
             current = gcs.hget_obj(keys.DASHBOARD, "info")
             if current and current.get("pid") == os.getpid():
                 gcs.hdel(keys.DASHBOARD, "info")
-        with contextlib.suppress(Exception):
+        except Exception as exc:  # noqa: BLE001 - shutting down: log it, still close
+            # The GCS usually went first (`ray stop` ends the head's processes together,
+            # and the entry goes with it); else a stale entry stays until the next
+            # dashboard of this cluster writes its own at start.
+            logger.info("could not remove the dashboard's GCS entry on exit: %s", exc)
+        try:
             server.server_close()
+        except OSError as exc:
+            logger.info("closing the dashboard's listening socket failed: %s", exc)
         gcs.close()
     return 0
 

@@ -355,7 +355,9 @@ def _block(procs):
 
 
 def _our_pids(temp_dir: str | None) -> list[int]:
-    root = temp_dir or "/tmp/ray"
+    from ray._private.node import DEFAULT_TEMP_DIR
+
+    root = temp_dir or DEFAULT_TEMP_DIR
     pids = []
     for path in glob.glob(os.path.join(root, "session_*", "pids.json")):
         with contextlib.suppress(OSError, ValueError), open(path) as f:
@@ -388,7 +390,9 @@ def stop(temp_dir, force, grace_period):
         with contextlib.suppress(psutil.Error):
             proc.kill()
     psutil.wait_procs(alive, timeout=2)
-    root = temp_dir or "/tmp/ray"
+    from ray._private.node import DEFAULT_TEMP_DIR
+
+    root = temp_dir or DEFAULT_TEMP_DIR
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(root, "ray_current_cluster"))
     _forget_stopped_secrets(root, {p.pid for p in victims})

@@ -771,14 +771,30 @@ class ActorManager:
         if owned.final_cause is None:
             owned.final_cause = dead_text(actor_id, "all references to the actor were "
                                           "removed (its handles went out of scope)")
+        client = self.clients.get(actor_id)
+        if owned.lease is None and not owned.dead and (
+                client is None or not (client.queue or client.inflight)):
+            # Not placed yet (waiting for a node that fits, maybe forever) and no call
+            # waits for it: a terminate call would queue behind a creation that may never
+            # come, so it ends here; a lease granted later is given back (_leased). (With
+            # calls waiting, as in Ray, they run first and the terminate call follows.)
+            self._mark_dead(actor_id, owned.final_cause)
+            return
         try:
             self.submit(actor_id, "__ray_terminate__", (), {}, 0)
         except RayError as exc:
             logger.debug("could not terminate actor %s: %s", actor_id.hex(), exc)
 
     def shutdown(self) -> None:
-        for owned in self.owned.values():
+        for owned in list(self.owned.values()):
             owned.no_restart = True
+            if owned.lease is None and not owned.dead and not owned.detached:
+                # Still waiting for a node: no worker of it exists whose end would be
+                # noticed (see _check_orphaned), so its owner records that it goes too.
+                self._mark_dead(owned.actor_id, dead_text(
+                    owned.actor_id, "its owner (the driver or worker that created it) "
+                    "exited before it was placed, and a non-detached actor ends with its "
+                    "owner (create it with lifetime='detached' to keep it)"))
 
 
 def dead_text(actor_id: bytes, cause: str) -> str:

@@ -266,7 +266,7 @@ class CoreWorker(Runtime):
 
     def wait(self, refs: list[ObjectRef], num_returns: int, timeout_s: float | None,
              fetch_local: bool = True) -> tuple[list[ObjectRef], list[ObjectRef]]:
-        return self.objects.wait(refs, num_returns, timeout_s)
+        return self.objects.wait(refs, num_returns, timeout_s, fetch_local)
 
     def as_future(self, ref: ObjectRef):
         return self.objects.as_future(ref)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from ray._private.messages import (
     value_to_wire,
 )
 from ray._private.object_ref import ObjectRef
-from ray._private.rpc import Deferred, RemoteError, RpcPeer
+from ray._private.rpc import Deferred, Future, RemoteError, RpcPeer
 from ray._private.runtime import serialization as ser
 from ray._private.runtime.context import JobState, TaskContext
 from ray._private.runtime.memory_store import MemoryStore
@@ -51,6 +52,9 @@ NOT_LOCAL = object()  # read_local: the object is not sealed in this node's stor
 
 # How long a read waits for an object stored on this node to be sealed (see _value).
 _SEAL_GRACE_MS = 5000
+# How often ray.wait(fetch_local=True) looks at the pulls it started (a transfer from
+# another node takes longer than this).
+_PULL_POLL_S = 0.01
 
 class EncodedArgs:
     """A call's arguments as a task spec carries them, and what the owner must track."""
@@ -428,25 +432,70 @@ class ObjectClient:
         except RayConnectionError:
             pass  # the raylet is gone: this worker exits when it notices (raylet_lost)
 
-    def wait(self, refs: list[ObjectRef], num_returns: int, timeout_s: float | None
-             ) -> tuple[list[ObjectRef], list[ObjectRef]]:
+    def wait(self, refs: list[ObjectRef], num_returns: int, timeout_s: float | None,
+             fetch_local: bool = True) -> tuple[list[ObjectRef], list[ObjectRef]]:
+        """``ray.wait``: the first ``num_returns`` refs that are ready, and the rest.
+        ``fetch_local`` (Ray's default): a value in another node's store is pulled to this
+        node and counts as ready only once here; False: ready once it exists anywhere,
+        and nothing is pulled."""
         pairs = [(r.binary(), r.owner_address()) for r in refs]
         self._ensure_requested(pairs)
         if self.before_wait is not None:
             self.before_wait()
+        ids = [oid for oid, _ in pairs]
         self._set_blocked(True)
         try:
-            self._memory.wait([oid for oid, _ in pairs], num_returns, timeout_s)
+            if fetch_local:
+                is_ready = self._wait_local(ids, num_returns, timeout_s).__contains__
+            else:
+                self._memory.wait(ids, num_returns, timeout_s)
+                is_ready = self._memory.contains
         finally:
             self._set_blocked(False)
         ready: list[ObjectRef] = []
         not_ready: list[ObjectRef] = []
         for ref in refs:
-            if len(ready) < num_returns and self._memory.contains(ref.binary()):
+            if len(ready) < num_returns and is_ready(ref.binary()):
                 ready.append(ref)
             else:
                 not_ready.append(ref)
         return ready, not_ready
+
+    def _wait_local(self, object_ids: list[bytes], num_returns: int,
+                    timeout_s: float | None) -> set[bytes]:
+        """Wait until ``num_returns`` of the objects are on this node (in this process's
+        memory store, or sealed in this node's object store), pulling each one that is
+        stored on another node as soon as it exists; the ids that are here. A pull that
+        fails counts as here: ``ray.get`` then raises the object's loss."""
+        unique = list(dict.fromkeys(object_ids))
+        need = min(num_returns, len(unique))
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        here: set[bytes] = set()
+        pulls: dict[bytes, Future] = {}
+        while True:
+            present = 0
+            for oid in unique:
+                entry = self._memory.get(oid)
+                if entry is None:
+                    continue
+                present += 1
+                if oid in here:
+                    continue
+                if type(entry) is Inline or entry.node_id == self._node_id:
+                    here.add(oid)
+                elif oid not in pulls:  # (the raylet answers once the copy is sealed here)
+                    pulls[oid] = self._peers.local_raylet().call(
+                        "pull_object", oid, entry.node_id)
+                elif pulls[oid].done():
+                    here.add(oid)
+            if len(here) >= need:
+                return here
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return here
+            if present > len(here):  # transfers under way: look at them again soon
+                left = _PULL_POLL_S if left is None else min(left, _PULL_POLL_S)
+            self._memory.wait(unique, present + 1, left)  # or until one more exists
 
     def as_future(self, ref: ObjectRef) -> concurrent.futures.Future:
         fut: concurrent.futures.Future = concurrent.futures.Future()
