@@ -127,12 +127,6 @@ def test_options_not_implemented_are_refused_naming_what_to_use():
     with pytest.raises(ValueError, match="'label_selector' is not supported.*resources="):
         ray.remote(label_selector={"zone": "a"})(lambda: None)
 
-    def gen():
-        yield 1
-
-    with pytest.raises(ValueError, match="_generator_backpressure_num_objects.*Queue"):
-        ray.remote(_generator_backpressure_num_objects=2)(gen)
-
     @ray.remote
     def plain():
         return 1
@@ -145,8 +139,53 @@ def test_options_not_implemented_are_refused_naming_what_to_use():
 
     with pytest.raises(ValueError, match="label_selector"):
         ray.remote(Plain).options(label_selector={"zone": "a"})
-    with pytest.raises(ValueError, match="_generator_backpressure_num_objects"):
+    # Streaming backpressure is for remote functions; actors' generators stream freely.
+    with pytest.raises(ValueError, match="_generator_backpressure_num_objects.*remote func"):
+        ray.remote(_generator_backpressure_num_objects=2)(Plain)
+    with pytest.raises(ValueError, match="_generator_backpressure_num_objects.*Queue"):
         ray.method(_generator_backpressure_num_objects=1)
+    with pytest.raises(ValueError, match="must be a positive integer"):
+        plain.options(_generator_backpressure_num_objects=0)
+
+
+@ray.remote(_generator_backpressure_num_objects=2)
+def _stamped(n):
+    """Yields when each value was made: a paused producer makes the next one late."""
+    for _ in range(n):
+        yield time.time()
+
+
+def test_streaming_backpressure_pauses_until_the_caller_takes_values(ray_start):
+    ray_start(num_cpus=1)
+    gen = _stamped.remote(5)
+    ray.get(next(gen))  # value 0 taken: the task may run on to value 2, then waits
+    time.sleep(1.5)
+    caught_up_at = time.time()
+    rest = [ray.get(ref) for ref in gen]
+    assert len(rest) == 4
+    # Value 3 waited for value 1 to be taken (2 were unconsumed); values 1-2 did not.
+    assert rest[2] >= caught_up_at > rest[0]
+    # Without the option the task runs ahead of its caller.
+    free = _stamped.options(_generator_backpressure_num_objects=None).remote(5)
+    ray.get(next(free))
+    time.sleep(1.5)
+    caught_up_at = time.time()
+    assert all(stamp < caught_up_at for stamp in ray.get(list(free)))
+
+
+def test_a_paused_stream_ends_when_dropped_and_stops_when_cancelled(ray_start):
+    ray_start(num_cpus=1)
+    dropped = _stamped.remote(10)
+    done = dropped.completed()
+    ray.get(next(dropped))
+    del dropped  # the caller will take no more: the task runs to its end
+    assert ray.get(done, timeout=30) is None
+    paused = _stamped.remote(10)
+    ray.get(next(paused))
+    time.sleep(0.5)
+    ray.cancel(paused)
+    with pytest.raises(TaskCancelledError):
+        ray.get(paused.completed(), timeout=30)
 
 
 # -- auto-init --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ray._private import runtime_env as runtime_env_mod
 from ray._private.config import build_config, with_spilling_directory
 from ray._private.job_env import address_from_environment, injected_runtime_env
 from ray._private.object_ref import ObjectRef
-from ray._private.options import UNSUPPORTED as UNSUPPORTED_OPTIONS
+from ray._private.options import ACTOR_UNSUPPORTED as UNSUPPORTED_FOR_METHODS
 from ray._private.options import ActorOptions, TaskOptions, check_method_option
 from ray._private.ref_generators import ObjectRefGenerator
 from ray._private.runtime.interface import LocalModeUnsupported, Runtime
@@ -366,8 +366,8 @@ def method(*args, **kwargs):
     valid = {"num_returns", "num_return_vals", "concurrency_group", "max_task_retries",
              "retry_exceptions", "enable_task_events"}
     for key in kwargs:
-        if key in UNSUPPORTED_OPTIONS:
-            raise ValueError(UNSUPPORTED_OPTIONS[key])
+        if key in UNSUPPORTED_FOR_METHODS:
+            raise ValueError(UNSUPPORTED_FOR_METHODS[key])
         if key not in valid:
             raise unknown_keyword_error("@ray.method", key, valid)
     num_returns = kwargs.get("num_returns", kwargs.get("num_return_vals"))

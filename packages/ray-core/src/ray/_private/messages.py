@@ -414,13 +414,15 @@ class TaskSpec:
     ``enable_task_events`` False (the task option): neither the owner nor the worker
     records the task's state transitions (``ray.util.state`` does not list it);
     ``concurrency_group``: an actor call's ``.options(concurrency_group=)`` (None: its
-    method's ``@ray.method`` group, or the default).
+    method's ``@ray.method`` group, or the default); ``generator_backpressure``: a
+    streaming task pauses while that many of its values are not taken by its caller
+    (0: never pauses).
     """
 
     __slots__ = ("task_id", "job_id", "function_id", "name", "args", "kwarg_names",
                  "num_returns", "owner", "kind", "resource_ids", "actor_id", "method", "seq",
                  "submitted_at", "max_calls", "placement_group", "actor_creation",
-                 "enable_task_events", "concurrency_group")
+                 "enable_task_events", "concurrency_group", "generator_backpressure")
 
     def __init__(self, *, task_id: bytes, job_id: str, function_id: bytes, name: str,
                  args: list[TaskArg], kwarg_names: list[str], num_returns: int,
@@ -429,7 +431,7 @@ class TaskSpec:
                  method: str | None = None, seq: int = 0, submitted_at: float | None = None,
                  max_calls: int = 0, placement_group: PlacementGroupCapture | None = None,
                  actor_creation: ActorCreation | None = None, enable_task_events: bool = True,
-                 concurrency_group: str | None = None):
+                 concurrency_group: str | None = None, generator_backpressure: int = 0):
         self.task_id = task_id
         self.job_id = job_id  # hex
         self.function_id = function_id
@@ -449,6 +451,7 @@ class TaskSpec:
         self.actor_creation = actor_creation
         self.enable_task_events = enable_task_events
         self.concurrency_group = concurrency_group
+        self.generator_backpressure = generator_backpressure
 
     def return_ids(self) -> list[bytes]:
         task_id = self.task_id
@@ -477,16 +480,16 @@ class TaskSpec:
             self.seq, self.submitted_at, self.max_calls,
             None if pg is None else pg.to_wire(),
             None if creation is None else creation.to_wire(), self.enable_task_events,
-            self.concurrency_group,
+            self.concurrency_group, self.generator_backpressure,
         ]
 
     @classmethod
     def from_wire(cls, wire: Any) -> TaskSpec:
-        if type(wire) is not list or len(wire) != 19:
-            wire = _expect_list(wire, "TaskSpec", 19, 19)
+        if type(wire) is not list or len(wire) != 20:
+            wire = _expect_list(wire, "TaskSpec", 20, 20)
         (task_id, job_id, function_id, name, args, kwarg_names, num_returns, owner, kind,
          resource_ids, actor_id, method, seq, submitted_at, max_calls, pg, creation,
-         enable_task_events, concurrency_group) = wire
+         enable_task_events, concurrency_group, generator_backpressure) = wire
         if type(task_id) is not bytes or len(task_id) != 16:
             raise MalformedMessage("TaskSpec: task id must be 16 bytes")
         if not isinstance(num_returns, int) or num_returns < NUM_RETURNS_STREAMING:
@@ -513,6 +516,10 @@ class TaskSpec:
         if concurrency_group is not None and not isinstance(concurrency_group, str):
             raise MalformedMessage(f"TaskSpec: bad concurrency group {concurrency_group!r:.100}")
         spec.concurrency_group = concurrency_group
+        if type(generator_backpressure) is not int or generator_backpressure < 0:
+            raise MalformedMessage(f"TaskSpec: bad generator backpressure "
+                                   f"{generator_backpressure!r:.100}")
+        spec.generator_backpressure = generator_backpressure
         return spec
 
     def __repr__(self) -> str:

@@ -33,12 +33,14 @@ UNSUPPORTED = {
         "selector could match. Give the nodes you mean a custom resource instead (`ray "
         "start --resources='{\"my_label\": 1000}'`, or Cluster.add_node(resources=...)) "
         "and request a sliver of it: resources={\"my_label\": 0.001}."),
+}
+# Streaming backpressure works for remote functions; actor methods stream without it.
+ACTOR_UNSUPPORTED = {
     "_generator_backpressure_num_objects": (
-        "The option '_generator_backpressure_num_objects' is not supported: a streaming "
-        "generator task here runs to its end without pausing (the values its caller has "
-        "not taken yet wait in the object store, which spills to disk). Remove the "
-        "option; to bound how far a producer runs ahead of its consumer, pass the values "
-        "through a ray.util.queue.Queue(maxsize=N), whose put blocks while it is full."),
+        "The option '_generator_backpressure_num_objects' is supported for remote functions "
+        "(tasks) only here: an actor's generator methods stream without pausing. Move the "
+        "generator into a remote function, or bound the producer with a "
+        "ray.util.queue.Queue(maxsize=N), whose put blocks while it is full."),
 }
 # Generators' num_returns (Ray 2.x): refs streamed as the task yields, or one ref to the
 # list of refs the task yielded (``num_returns="dynamic"``).
@@ -142,6 +144,11 @@ _TASK = {
     "retry_exceptions": _Option((bool, list, tuple), lambda x: None if isinstance(x, bool) or all(
         _is_exception_type(e) for e in x) else (
         "retry_exceptions must be either a boolean or a list of exceptions")),
+    "_generator_backpressure_num_objects": _Option((int, type(None)), lambda x: None if (
+        x is None or x == -1 or x > 0) else (
+        "_generator_backpressure_num_objects must be a positive integer (how many values a "
+        "streaming generator task may yield ahead of its caller), or -1 / None for no "
+        "limit")),
 }
 _ACTOR = {
     **_COMMON,
@@ -234,6 +241,8 @@ def _normalize(where: str, table: dict[str, _Option], valid: set[str],
             continue
         if key in UNSUPPORTED:
             raise ValueError(UNSUPPORTED[key])
+        if table is _ACTOR and key in ACTOR_UNSUPPORTED:
+            raise ValueError(ACTOR_UNSUPPORTED[key])
         if key not in valid:
             hint = difflib.get_close_matches(key, sorted(valid | set(_ALIASES)), n=1)
             raise ValueError(
@@ -281,6 +290,9 @@ class TaskOptions:
     placement_group_capture_child_tasks: bool | None = None
     # False: the task's state transitions are not recorded (ray.util.state omits it).
     enable_task_events: bool = True
+    # A streaming generator task pauses while this many of its values are not taken by
+    # its caller (Ray's name; None or -1: it never pauses).
+    _generator_backpressure_num_objects: int | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict, base: TaskOptions | None = None) -> TaskOptions:
@@ -300,6 +312,11 @@ class TaskOptions:
     def validate(self) -> None:
         _check_flag("enable_task_events", self.enable_task_events)
         self.resource_shape()  # checks the strategy (and that the task fits its bundle)
+
+    def generator_backpressure(self) -> int:
+        """How many unconsumed values pause a streaming task (0: it never pauses)."""
+        n = self._generator_backpressure_num_objects
+        return 0 if n is None or n < 0 else n
 
     def returns_for(self, is_generator: bool) -> int | str:
         """The effective num_returns of a function (None: 1, or streaming for generators)."""

@@ -172,6 +172,7 @@ class CoreWorker(Runtime):
         handle("cancel_task", self.executor.cancel)
         handle("tasks_done", self._on_tasks_done)
         handle("generator_item", self.generators.item_arrived)
+        handle("generator_consumed", self.executor.generator_consumed)
         handle("get_object", self.objects.serve_get_object)
         handle("add_borrower", lambda peer, oid, who: refs.add_borrower(oid, who))
         handle("remove_borrower", lambda peer, oid, who: refs.remove_borrower(oid, who))
@@ -301,6 +302,8 @@ class CoreWorker(Runtime):
             owner=self.address, kind=TaskKind.NORMAL, submitted_at=self.profiler.submit_stamp(),
             max_calls=opts.max_calls, placement_group=group,
             enable_task_events=opts.enable_task_events,
+            generator_backpressure=opts.generator_backpressure()
+            if num_returns == NUM_RETURNS_STREAMING else 0,
         )
         refs = self.objects.new_return_refs(task_id, num_returns)
         task = PendingTask(spec, opts.shape_key(), opts.max_retries,
@@ -314,7 +317,7 @@ class CoreWorker(Runtime):
                 task_id, name=name, kind=TaskKind.NORMAL, job_hex=self.job.hex, actor_id=None,
                 parent_task_id=self.context.task_id, waits_for_args=bool(encoded.deps))
         if num_returns == NUM_RETURNS_STREAMING:
-            self.generators.open(task_id)
+            self.generators.open(task_id, spec.generator_backpressure)
             refs = [ObjectRefGenerator(refs[0], self)]  # type: ignore[list-item]
         self.submitter.submit(task, opts.resource_shape(), encoded.deps, strategy)
         return refs

@@ -7,10 +7,16 @@ another connection) says how many there were. A dynamic task's values come insid
 ``TaskDone``; its one return becomes a ``DynamicObjectRefGenerator`` of their refs.
 An error the task raised after ``k`` values becomes the ``k``-th value. A retried
 attempt yields the same values again: those already here are kept.
+
+Backpressure (``_generator_backpressure_num_objects``): the worker pauses while that many
+of its values are not taken; each take is sent back to it (``generator_consumed``, the
+count taken so far), and so is the count already taken when a (retried) attempt's first
+value arrives; a dropped generator frees the worker for good.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -28,19 +34,25 @@ from ray._private.rpc import RpcPeer
 from ray._private.runtime import serialization as ser
 from ray._private.runtime.objects import ObjectClient
 from ray._private.runtime.reference_counter import ReferenceCounter
-from ray.exceptions import GetTimeoutError
+from ray.exceptions import GetTimeoutError, RayConnectionError
+
+logger = logging.getLogger(__name__)
 
 _MAX_RELEASED_REMEMBERED = 10_000
+# What a dropped generator tells a paused worker it consumed: it never pauses again.
+_ALL_CONSUMED = 1 << 62
 
 
 class _Stream:
-    __slots__ = ("items", "arrived", "taken", "total")
+    __slots__ = ("items", "arrived", "taken", "total", "backpressure", "worker")
 
-    def __init__(self):
+    def __init__(self, backpressure: int = 0):
         self.items: dict[int, ObjectRef] = {}  # index -> ref (held until handed out)
         self.arrived = 0  # 1 + the highest index that arrived (handed out or not)
         self.taken = 0  # how many the caller took
         self.total: int | None = None  # known once the task ended
+        self.backpressure = backpressure  # 0: the worker never waits for takes
+        self.worker: RpcPeer | None = None  # the attempt sending values (backpressure)
 
 
 class GeneratorStreams:
@@ -54,11 +66,19 @@ class GeneratorStreams:
         self._cond = threading.Condition()
 
     # -- owner bookkeeping --------------------------------------------------------------
-    def open(self, task_id: bytes) -> None:
+    def open(self, task_id: bytes, backpressure: int = 0) -> None:
         """A streaming task was submitted (its first values may have come already: an
-        actor call's id is known only once it is sent)."""
+        actor call's id is known only once it is sent); ``backpressure``: its worker
+        pauses while that many values are not taken (0: never)."""
         with self._cond:
-            self._streams.setdefault(task_id, _Stream())
+            self._streams.setdefault(task_id, _Stream(backpressure))
+
+    @staticmethod
+    def _tell_consumed(worker: RpcPeer, task_id: bytes, taken: int) -> None:
+        try:
+            worker.notify("generator_consumed", task_id, taken)
+        except RayConnectionError as exc:  # the attempt is gone; a retry is told anew
+            logger.debug("generator %s: its worker left (%s)", task_id.hex(), exc)
 
     def _own(self, object_id: bytes, value: ObjectValue) -> ObjectRef:
         self._refs.add_owned(object_id)
@@ -74,11 +94,17 @@ class GeneratorStreams:
                 if type(item.value.value) is not Inline:
                     self._own(item.value.object_id, item.value.value)  # freed at once
                 return
-            if item.index in stream.items or item.index < stream.taken:
-                return  # sent again by a retried attempt: the first copy stands
-            stream.arrived = max(stream.arrived, item.index + 1)
-            stream.items[item.index] = self._own(item.value.object_id, item.value.value)
-            self._cond.notify_all()
+            tell = stream.backpressure and stream.worker is not peer
+            if tell:  # a new attempt: it learns how many were taken already
+                stream.worker = peer
+                taken = stream.taken
+            if item.index not in stream.items and item.index >= stream.taken:
+                # (else sent again by a retried attempt: the first copy stands)
+                stream.arrived = max(stream.arrived, item.index + 1)
+                stream.items[item.index] = self._own(item.value.object_id, item.value.value)
+                self._cond.notify_all()
+        if tell:
+            self._tell_consumed(peer, item.task_id, taken)
 
     def completed(self, task_id: bytes, num_returns: int, returns: list[ReturnObject],
                   items: int | None) -> list[ReturnObject]:
@@ -135,7 +161,9 @@ class GeneratorStreams:
                 ref = stream.items.pop(index, None)
                 if ref is not None:
                     stream.taken = max(stream.taken, index + 1)
-                    return ref
+                    worker = stream.worker if stream.backpressure else None
+                    taken = stream.taken
+                    break
                 if stream.total is not None and index >= stream.total:
                     self._streams.pop(task_id, None)
                     raise StopIteration
@@ -145,6 +173,9 @@ class GeneratorStreams:
                         f"The generator task {task_id.hex()} yielded no value {index} "
                         f"within {timeout_s} s.")
                 self._cond.wait(left)
+        if worker is not None:
+            self._tell_consumed(worker, task_id, taken)
+        return ref
 
     def item_ready(self, task_id: bytes, index: int) -> bool:
         with self._cond:
@@ -166,6 +197,8 @@ class GeneratorStreams:
                 del self._released[next(iter(self._released))]
         if stream is not None:
             stream.items.clear()  # (their refs go: the owner frees the values)
+            if stream.backpressure and stream.worker is not None and stream.total is None:
+                self._tell_consumed(stream.worker, task_id, _ALL_CONSUMED)
 
 
 __all__ = ["GeneratorStreams"]

@@ -12,7 +12,9 @@ placement group, actor): it is the only writer.
 answered with ``TaskCancelledError``, a running one is interrupted by a SIGINT to the
 main thread whose handler raises only while that task still runs (``force``: the
 worker exits). Generator tasks: ``GeneratorReturns`` stores each yielded value as it
-comes (streaming: sent to the owner at once as a ``GeneratorItem``).
+comes (streaming: sent to the owner at once as a ``GeneratorItem``; with backpressure the
+task then pauses while that many values are not taken, as the owner's
+``generator_consumed`` messages say).
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class _Interrupted(KeyboardInterrupt):
 
 
 _MAX_CANCELLED_REMEMBERED = 10_000
+# How often a streaming task paused by backpressure looks whether it was cancelled.
+_BACKPRESSURE_CANCEL_CHECK_S = 0.1
 
 
 def _not_called() -> None:
@@ -121,6 +125,7 @@ class GeneratorReturns:
         self._spec = spec
         self._name = name
         self._streaming = spec.num_returns == NUM_RETURNS_STREAMING
+        self._backpressure = spec.generator_backpressure if self._streaming else 0
         self.items: list[ReturnObject] = []
         self.count = 0
 
@@ -135,6 +140,8 @@ class GeneratorReturns:
         else:
             self.items.append(stored)
         self.count += 1
+        if self._backpressure:  # the generator is not resumed until its caller catches up
+            executor.wait_consumed(spec.task_id, self.count, self._backpressure)
 
     def drain(self, values: Any) -> BaseException | None:
         """Store every value of a sync generator; the error it raised, if any."""
@@ -143,11 +150,16 @@ class GeneratorReturns:
                 f"{self._name} was called with num_returns='streaming'/'dynamic' but returned "
                 f"a {type(values).__name__}, not a generator: use yield, or a fixed "
                 "num_returns.")
+        if self._backpressure:
+            self._executor.track_consumed(self._spec.task_id, True)
         try:
             for value in values:
                 self.add(value)
         except Exception as exc:  # noqa: BLE001 - the task's error, after its values
             return exc
+        finally:
+            if self._backpressure:
+                self._executor.track_consumed(self._spec.task_id, False)
         return None
 
     async def drain_async(self, values: Any) -> BaseException | None:
@@ -205,6 +217,9 @@ class TaskExecutor:
         self._main_thread: int | None = None
         # Results of finished tasks not sent yet (run_forever's batch, by owner peer).
         self._unsent: dict = {}
+        # Running streaming tasks with backpressure: how many values their owners took.
+        self._consumed: dict[bytes, int] = {}
+        self._consumed_changed = threading.Condition()
 
     def push(self, peer: RpcPeer, specs: list) -> None:
         """``push_tasks`` from an owner (I/O thread; a malformed spec fails the message)."""
@@ -212,6 +227,32 @@ class TaskExecutor:
 
     def stop(self) -> None:
         self.queue.put(None)
+
+    # -- streaming backpressure -----------------------------------------------------------
+    def generator_consumed(self, peer: RpcPeer, task_id: bytes, taken: int) -> None:
+        """``generator_consumed`` from a streaming task's owner (I/O thread): its caller
+        has taken ``taken`` values (one for a task that ended already is dropped)."""
+        with self._consumed_changed:
+            if task_id in self._consumed and taken > self._consumed[task_id]:
+                self._consumed[task_id] = taken
+                self._consumed_changed.notify_all()
+
+    def track_consumed(self, task_id: bytes, running: bool) -> None:
+        with self._consumed_changed:
+            if running:
+                self._consumed.setdefault(task_id, 0)
+            else:
+                self._consumed.pop(task_id, None)
+
+    def wait_consumed(self, task_id: bytes, generated: int, limit: int) -> None:
+        """Pause a streaming task while ``limit`` of the ``generated`` values it yielded
+        are not taken; ``ray.cancel`` still stops it (looked at between short waits)."""
+        if generated - self._consumed.get(task_id, generated) >= limit:
+            self.send_finished()  # (its caller may wait for one of them before taking more)
+        with self._consumed_changed:
+            while generated - self._consumed.get(task_id, generated) >= limit:
+                self.check_cancelled(task_id)
+                self._consumed_changed.wait(_BACKPRESSURE_CANCEL_CHECK_S)
 
     # -- ray.cancel ------------------------------------------------------------------
     def cancel(self, peer: RpcPeer, wire: list) -> None:
