@@ -73,8 +73,12 @@ async def report_loop(gcs, node_id: str, resources, store, stopping) -> None:
     """The raylet's sampler: one sample per period until ``stopping()``."""
     psutil.cpu_percent(None)  # the first reading only starts the measurement
     failed = False
+    # The first sample comes after half a second (enough for a CPU reading), so `ray
+    # status -v` and the dashboard show a node's host figures soon after it starts.
+    delay = min(0.5, SAMPLE_PERIOD_S)
     while not stopping():
-        await asyncio.sleep(SAMPLE_PERIOD_S)
+        await asyncio.sleep(delay)
+        delay = SAMPLE_PERIOD_S
         try:
             publish(gcs, node_id, sample(resources, store))
             failed = False
