@@ -100,27 +100,20 @@ def test_runtime_context_get_returns_the_keys_ray_returns(ray_start):
     assert actor_context["actor_id"] == actor_id
 
 
-def test_recursive_cancel_stops_the_tasks_a_task_submitted(ray_start):
+@pytest.mark.parametrize("recursive", [True, False])
+def test_cancel_stops_the_tasks_a_task_submitted_only_when_recursive(ray_start, recursive):
     ray_start(num_cpus=2)
     box = _Box.remote()
     parent = _parent.remote(box)
     (child,) = _until(lambda: ray.get(box.get.remote()), "the child's ref")
-    ray.cancel(parent, recursive=True)
+    ray.cancel(parent, recursive=recursive)
     with pytest.raises(TaskCancelledError):
         ray.get(parent, timeout=30)
-    with pytest.raises(TaskCancelledError):
-        ray.get(child, timeout=30)
-
-
-def test_non_recursive_cancel_leaves_the_children_running(ray_start):
-    ray_start(num_cpus=2)
-    box = _Box.remote()
-    parent = _parent.remote(box)
-    (child,) = _until(lambda: ray.get(box.get.remote()), "the child's ref")
-    ray.cancel(parent, recursive=False)
-    with pytest.raises(TaskCancelledError):
-        ray.get(parent, timeout=30)
-    assert ray.get(child, timeout=30) == "child finished"
+    if recursive:
+        with pytest.raises(TaskCancelledError):
+            ray.get(child, timeout=30)
+    else:  # the child is left running
+        assert ray.get(child, timeout=30) == "child finished"
 
 
 def test_options_not_implemented_are_refused_naming_what_to_use():

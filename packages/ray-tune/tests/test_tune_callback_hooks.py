@@ -85,19 +85,11 @@ def of_trial(events, x):
             for e in events if len(e) > 1 and e[0] not in ("step_begin", "step_end") and e[1] == x]
 
 
-class Counter(tune.Trainable):
-    """Counts iterations; the first attempt of x=2 fails at iteration 3 (a marker file)."""
+class _Counting(tune.Trainable):
+    """Keeps its iteration count ``i`` in its checkpoints."""
 
     def setup(self, config):
         self.i = 0
-
-    def step(self):
-        self.i += 1
-        marker = os.path.join(self.config["dir"], "failed")
-        if self.config["x"] == 2 and self.i == 3 and not os.path.exists(marker):
-            open(marker, "w").close()
-            raise RuntimeError("first attempt fails at 3")
-        return {"i": self.i}
 
     def save_checkpoint(self, checkpoint_dir):
         with open(os.path.join(checkpoint_dir, "i"), "w") as f:
@@ -107,6 +99,18 @@ class Counter(tune.Trainable):
     def load_checkpoint(self, checkpoint_dir):
         with open(os.path.join(checkpoint_dir, "i")) as f:
             self.i = int(f.read())
+
+
+class Counter(_Counting):
+    """Counts iterations; the first attempt of x=2 fails at iteration 3 (a marker file)."""
+
+    def step(self):
+        self.i += 1
+        marker = os.path.join(self.config["dir"], "failed")
+        if self.config["x"] == 2 and self.i == 3 and not os.path.exists(marker):
+            open(marker, "w").close()
+            raise RuntimeError("first attempt fails at 3")
+        return {"i": self.i}
 
 
 def run_local(tmp_path, trainable, events, cpus=1, **kwargs):
@@ -185,22 +189,11 @@ def test_a_retried_trial_is_restored_from_its_checkpoint_after_on_trial_start(tm
     ]
 
 
-class Scored(tune.Trainable):
-    def setup(self, config):
-        self.i = 0
-
+class Scored(_Counting):
     def step(self):
         self.i += 1
         return {"i": self.i, "score": self.config["x"] * self.i}
 
-    def save_checkpoint(self, checkpoint_dir):
-        with open(os.path.join(checkpoint_dir, "i"), "w") as f:
-            f.write(str(self.i))
-        return checkpoint_dir
-
-    def load_checkpoint(self, checkpoint_dir):
-        with open(os.path.join(checkpoint_dir, "i")) as f:
-            self.i = int(f.read())
 
     def reset_config(self, new_config):
         self.i = 0  # a reused actor starts the new trial afresh (or from its checkpoint)
