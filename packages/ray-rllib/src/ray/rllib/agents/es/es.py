@@ -26,7 +26,12 @@ import numpy as np
 
 import ray
 from ray.rllib.agents import checkpoint
-from ray.rllib.agents.config import algorithm_defaults, typed_view, with_common_config
+from ray.rllib.agents.config import (
+    COMMON_CONFIG,
+    algorithm_defaults,
+    typed_view,
+    with_common_config,
+)
 from ray.rllib.agents.trainer import Trainer
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.gym_compat import ensure_new_api
@@ -273,10 +278,22 @@ class ESTrainer(Trainer):
     _name = "ES"
     _default_config = DEFAULT_CONFIG
 
+    # Common keys for RolloutWorkers, SGD and env wrapping: ES/ARS workers step one plain
+    # env with a numpy policy on the CPU, so a non-default value could not take effect.
+    _NOT_APPLICABLE = ("num_gpus", "monitor", "compress_observations",
+                       "num_envs_per_worker", "clip_rewards", "preprocessor_pref")
+
     def _init(self, config, env_creator):
         if config.get("evaluation_interval"):
             raise ValueError(f"{self._name} reports unperturbed evaluation episodes itself "
                              "(eval_prob): leave evaluation_interval unset")
+        for key in self._NOT_APPLICABLE:
+            if config.get(key) != COMMON_CONFIG[key]:
+                raise ValueError(
+                    f"{key}={config.get(key)!r} does not apply to {self._name}: its workers "
+                    "step one plain env each with a numpy policy on the CPU (no "
+                    "RolloutWorkers, no SGD, no env wrappers); drop the key, or use "
+                    "num_workers for more parallel rollouts")
         env = ensure_new_api(env_creator(EnvContext(config["env_config"], 0)))
         self.policy = make_policy(config, env.observation_space, env.action_space)
         self.env = env
