@@ -217,3 +217,32 @@ def test_node_affinity_on_one_node(cluster):
     assert ray.get(where.options(scheduling_strategy=soft).remote(), timeout=10) == here
     spread = ray.get([where.options(scheduling_strategy="SPREAD").remote() for _ in range(3)])
     assert spread == [here] * 3
+
+
+def test_wait_reads_the_table_when_the_state_channel_lost_the_change(cluster):
+    """A change published while the pub/sub connection reconnects (a Redis restart) is
+    lost; wait() still sees the group created, from the table. The channel is cut here by
+    dropping this process's subscription to it, and the group is created only after
+    wait() began (it waits for a CPU another group holds)."""
+    import threading
+
+    from ray._private import runtime
+    from ray._private.gcs import keys
+
+    holder = placement_group([{"CPU": 1}])
+    assert holder.wait(10)  # (the client subscribes at its first wait)
+    gcs = runtime.current().gcs_client()
+    gcs.unsubscribe(keys.CHANNEL_PLACEMENT_GROUPS)
+    pg = None
+    try:
+        pg = placement_group([{"CPU": 4}])
+        release = threading.Timer(1.5, remove_placement_group, (holder,))
+        release.start()
+        assert pg.wait(15)
+        release.join()
+    finally:
+        client = runtime.current().placement_groups()
+        gcs.subscribe_obj(keys.CHANNEL_PLACEMENT_GROUPS, client._on_change, confirm=True)
+        if pg is not None:
+            remove_placement_group(pg)
+        _available_cpus(4)

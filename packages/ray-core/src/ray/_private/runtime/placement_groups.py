@@ -75,10 +75,23 @@ class PlacementGroup:
         """An ObjectRef that resolves to this group once all its bundles are reserved."""
         return _client().ready_ref(self)
 
-    def wait(self, timeout_seconds: float = 30) -> bool:
-        """True once the group is created; False if it is not within the timeout."""
-        done, _ = runtime.current().wait([self.ready()], 1, timeout_seconds)
-        return bool(done)
+    def wait(self, timeout_seconds: float | None = 30) -> bool:
+        """True once the group is created; False if it is not within the timeout.
+
+        The state channel resolves the wait; every second the table is read again too,
+        since a change published while the GCS's pub/sub connection was reconnecting
+        (a Redis restart) is lost, and the table is the source of truth."""
+        rt, client = runtime.current(), _client()
+        ref = self.ready()
+        deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+        while True:
+            left = float("inf") if deadline is None else deadline - time.monotonic()
+            done, _ = rt.wait([ref], 1, max(0.0, min(1.0, left)))
+            if done:
+                return True
+            if left <= 1.0:
+                return False
+            client.recheck(self)
 
     def __reduce__(self):
         return (PlacementGroup, (self.id, self._bundles))
@@ -253,6 +266,12 @@ class PlacementGroupClient:
             raise ValueError(f"placement group {pg.id.hex()} does not exist in this cluster")
         self._on_change(None, record)
         return ref
+
+    def recheck(self, pg: PlacementGroup) -> None:
+        """Resolve ``pg``'s waiters from the table (for a change the channel lost)."""
+        record = self.record(pg.id.hex())
+        if record is not None:
+            self._on_change(None, record)
 
     def _on_change(self, _channel, msg: dict) -> None:
         state = msg.get("state")
