@@ -1,6 +1,9 @@
 """Chaos with spilling and the memory monitor on: task trees whose results live in the
-object store (and mostly on disk: the live data is several times the cluster's stores)
-while workers and whole non-head raylets are SIGKILLed.
+object store while workers and whole non-head raylets are SIGKILLed. A batch of 20 trees
+makes 140 results of 512 KiB (70 MiB, plus the copies pulled to the node that combines
+them) over three 80 MiB stores: enough to pass the spilling threshold, so results are
+spilled, restored and pulled from spill files while nodes die (the test asserts that
+something was spilled), not live data several times the stores.
 
 Every ``ray.get`` must return the right array or a documented error within a hard
 timeout; afterwards no spill files may be left. The default run is small; the full one::
@@ -145,7 +148,7 @@ def test_trees_of_spilled_objects_survive_killed_workers_and_raylets(tmp_path):
         start = 0
         # Until the quota is met and at least two raylets died while work was in flight.
         while start < trees or report.raylets_killed < 2:
-            kept = []  # every leaf and root stays alive: live data >> the three stores
+            kept = []  # every leaf and root of the batch stays alive until checked
             for t in range(start, start + batch):
                 base = 4 * t
                 leaves = [leaf.remote(base + k) for k in range(4)]
