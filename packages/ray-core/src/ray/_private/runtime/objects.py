@@ -445,6 +445,7 @@ class ObjectClient:
         ids = [oid for oid, _ in pairs]
         self._set_blocked(True)
         try:
+            is_ready: Callable[[bytes], bool]
             if fetch_local:
                 is_ready = self._wait_local(ids, num_returns, timeout_s).__contains__
             else:
@@ -481,7 +482,7 @@ class ObjectClient:
                 present += 1
                 if oid in here:
                     continue
-                if type(entry) is Inline or entry.node_id == self._node_id:
+                if not isinstance(entry, InPlasma) or entry.node_id == self._node_id:
                     here.add(oid)
                 elif oid not in pulls:  # (the raylet answers once the copy is sealed here)
                     pulls[oid] = self._peers.local_raylet().call(
