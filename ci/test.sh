@@ -8,9 +8,10 @@ ci/install.sh --test
 ci/system_deps.sh
 export PYTHONHASHSEED=0 OMP_NUM_THREADS=1
 if [ "$#" -eq 0 ]; then
-  # The default run: everything but image builds, GPU tests and the full RL
-  # learning bars (those run from benchmarks/ or with `ci/test.sh -m learning`).
-  set -- -m "not docker and not gpu and not (learning and slow)" --durations=30
+  # The default run: everything but image builds, GPU tests, the full RL learning
+  # bars and the extended end-to-end runs (those run from benchmarks/ or with
+  # `ci/test.sh -m learning` / `-m extended`).
+  set -- -m "not docker and not gpu and not (learning and slow) and not extended" --durations=30
 fi
 .venv/bin/ruff check .
 .venv/bin/lint-imports                          # ray-core layers (pyproject.toml)

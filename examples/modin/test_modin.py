@@ -13,6 +13,7 @@ THIRD_PARTY = ["pandas>=2.2,<2.4", "fsspec", "packaging", "psutil", "typing-exte
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_modin_runs_unmodified_on_our_ray(scratch_venv):
     scratch_venv.install("modin==0.37.1", no_deps=True)
     scratch_venv.install(*THIRD_PARTY, packages=("ray-plasma", "ray-core"))

@@ -160,6 +160,7 @@ def test_sigopt_example_script_exits_with_the_message_without_a_key():
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_nevergrad_in_a_venv_of_its_own(scratch_venv):
     """nevergrad pins bayesian-optimization==1.4.0 (the main venv has 3.x), so it gets a
     scratch venv: Tune's searcher tests for it and the example's smoke run go there."""

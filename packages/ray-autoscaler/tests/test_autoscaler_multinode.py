@@ -361,6 +361,7 @@ ray.shutdown()
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # about 2 min; the default run keeps the one-host up/down test below
 @pytest.mark.skipif(
     not (_core_cli_available() and _core_publishes_load()),
     reason="needs ray-core's `ray start` and ray.state.cluster_load()",

@@ -284,16 +284,20 @@ _BY_NAME = {
 }
 
 
-def test_tune_runs_every_off_policy_algorithm_by_name(ray_start_2_cpus, tmp_path):
+# DQN and SAC by name in the default run; the rest (about 25 s together) are extended.
+@pytest.mark.parametrize("name", [
+    n if n in ("DQN", "SAC") else pytest.param(n, marks=pytest.mark.extended) for n in _BY_NAME
+])
+def test_tune_runs_every_off_policy_algorithm_by_name(name, ray_start_2_cpus, tmp_path):
     from ray import tune
 
-    for name, (env_id, config) in _BY_NAME.items():
-        analysis = tune.run(name, config=dict(config, env=env_id),
-                            stop={"timesteps_total": 300}, local_dir=str(tmp_path), verbose=0)
-        result = analysis.trials[0].last_result
-        assert result["timesteps_total"] >= 300, name
-        if not name.startswith("APEX"):  # Ape-X's learner thread may not have started yet
-            assert result["info"]["num_steps_trained"] > 0, name
+    env_id, config = _BY_NAME[name]
+    analysis = tune.run(name, config=dict(config, env=env_id),
+                        stop={"timesteps_total": 300}, local_dir=str(tmp_path), verbose=0)
+    result = analysis.trials[0].last_result
+    assert result["timesteps_total"] >= 300, name
+    if not name.startswith("APEX"):  # Ape-X's learner thread may not have started yet
+        assert result["info"]["num_steps_trained"] > 0, name
 
 
 @pytest.mark.timeout(300)
