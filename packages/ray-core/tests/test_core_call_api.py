@@ -99,6 +99,47 @@ def test_option_type_and_value_errors_use_rays_messages():
         ray.remote(num_returns="dynamic")(f)
 
 
+def test_checkpoint_interval_is_refused_naming_max_restarts_and_checkpointable():
+    class A:
+        pass
+
+    for make in (lambda: ray.remote(checkpoint_interval=5)(A),
+                 lambda: ray.remote(A).options(checkpoint_interval=5)):
+        with pytest.raises(ValueError, match=r"'checkpoint_interval'.*not supported.*"
+                                             r"max_restarts.*ray\.actor\.Checkpointable"):
+            make()
+
+
+def test_metadata_is_checked_kept_and_updated_per_namespace():
+    def f():
+        return 1
+
+    class A:
+        pass
+
+    given = {"my_lib": {"a": 1}, "other": {"z": 0}}
+    remote_f = ray.remote(_metadata=given)(f)
+    given["my_lib"]["a"] = 99  # the caller's dict changing later changes nothing here
+    assert remote_f._options._metadata == {"my_lib": {"a": 1}, "other": {"z": 0}}
+    updated = remote_f.options(_metadata={"my_lib": {"b": 2}})
+    assert updated._opts._metadata == {"my_lib": {"a": 1, "b": 2}, "other": {"z": 0}}
+    assert remote_f._options._metadata == {"my_lib": {"a": 1}, "other": {"z": 0}}
+    assert remote_f.options(num_cpus=1)._opts._metadata == remote_f._options._metadata
+
+    actor_class = ray.remote(_metadata={"my_lib": {"a": 1}})(A)
+    assert actor_class._options._metadata == {"my_lib": {"a": 1}}
+    assert actor_class.options(_metadata={"new": {}})._opts._metadata == {
+        "my_lib": {"a": 1}, "new": {}}
+    assert ray.remote(A)._options._metadata is None
+
+    with pytest.raises(TypeError, match="keyword '_metadata' must be"):
+        ray.remote(_metadata=["my_lib"])(f)
+    with pytest.raises(TypeError, match="namespace \\(a string\\).*got the key 1"):
+        ray.remote(_metadata={1: {}})(A)
+    with pytest.raises(TypeError, match="the namespace 'my_lib' maps to 3"):
+        ray.remote(f).options(_metadata={"my_lib": 3})
+
+
 def test_decorator_misuse_is_rejected():
     with pytest.raises(TypeError, match="must be applied either with no arguments"):
         @ray.remote()
@@ -280,6 +321,25 @@ def test_remote_functions_and_actor_classes_travel_to_tasks(cluster):
         return ray.get(remote_function.remote()) + ray.get(actor_class.remote().method.remote())
 
     assert ray.get(use.remote(f, Actor)) == 3
+
+
+def test_metadata_leaves_the_call_alone_and_travels_with_the_function(cluster):
+    @ray.remote(_metadata={"my_lib": {"a": 1}})
+    def f():
+        return 1
+
+    @ray.remote(_metadata={"my_lib": {"b": 2}})
+    class Actor:
+        def method(self):
+            return 2
+
+    @ray.remote
+    def read_back(remote_function, actor_class):
+        return remote_function._options._metadata, actor_class._options._metadata
+
+    assert ray.get(f.options(_metadata={"my_lib": {"c": 3}}).remote()) == 1
+    assert ray.get(Actor.remote().method.remote()) == 2
+    assert ray.get(read_back.remote(f, Actor)) == ({"my_lib": {"a": 1}}, {"my_lib": {"b": 2}})
 
 
 def test_07_custom_serializers_reach_the_workers_and_2x_ones_stay_local(cluster):

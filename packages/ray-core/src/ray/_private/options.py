@@ -2,8 +2,21 @@
 
 ``@ray.remote(...)`` and ``.options(...)`` accept both the documented 0.7 names
 and today's (``num_return_vals``/``num_returns``,
-``max_reconstructions``/``max_restarts``); unknown keys raise a TypeError that
+``max_reconstructions``/``max_restarts``); unknown keys raise a ValueError that
 suggests the closest valid name. ``.options()`` is ``dataclasses.replace``.
+
+``_metadata`` (Ray 2.x, for libraries built on ray): a dict keyed by namespace, each
+value a dict of that library's settings, e.g. ``f.options(_metadata={"my_lib": {"k":
+1}})``. Ray itself never reads it; it is kept on the options (``f._options._metadata``
+of a remote function or actor class, ``_opts._metadata`` of what ``.options()``
+returns) so the library reads it back, and ``.options(_metadata=...)`` updates each
+namespace it names key by key, leaving the other namespaces as they were (as Ray's
+``update_options`` does).
+
+Refused, saying what to use instead: the Ray 2.x options this runtime does not
+implement (``UNSUPPORTED``) and 0.5/0.6's ``checkpoint_interval`` (its
+``__ray_save__``/``__ray_restore__`` protocol does not exist here; 0.7's
+``ray.actor.Checkpointable`` does).
 """
 
 from __future__ import annotations
@@ -21,13 +34,17 @@ _ALIASES = {
     "num_return_vals": "num_returns",
     "max_reconstructions": "max_restarts",
 }
-# Accepted for compatibility with no effect here: Ray-internal metadata of libraries
-# (``_metadata``) and 0.7's ``checkpoint_interval`` (checkpointing is decided by the
-# actor's ``should_checkpoint``).
-_IGNORED = {"checkpoint_interval", "_metadata"}
-# Ray 2.x options this runtime does not implement: refused, saying what to use instead
-# (accepting them would silently schedule or stream differently from what was asked).
+# Options this runtime does not implement: refused, saying what to use instead
+# (accepting them would silently schedule, stream or lose state differently from what was
+# asked).
 UNSUPPORTED = {
+    "checkpoint_interval": (
+        "The option 'checkpoint_interval' (Ray 0.5/0.6: save the actor every N calls with "
+        "its __ray_save__/__ray_restore__ methods) is not supported. To keep an actor's "
+        "state across restarts, set max_restarts (e.g. @ray.remote(max_restarts=-1)) and "
+        "subclass ray.actor.Checkpointable: its should_checkpoint(ctx) decides when (every N "
+        "calls: return ctx.num_tasks_since_last_checkpoint >= N), save_checkpoint stores the "
+        "state and load_checkpoint restores it when the actor restarts."),
     "label_selector": (
         "The option 'label_selector' is not supported: nodes here carry no labels, so no "
         "selector could match. Give the nodes you mean a custom resource instead (`ray "
@@ -107,6 +124,35 @@ def _resources_error(resources: dict | None) -> str | None:
     return None
 
 
+def _metadata(value: dict | None) -> dict[str, dict] | None:
+    """``_metadata`` checked (namespace name -> dict of that library's settings) and
+    copied one level deep, so the caller changing its dicts later changes nothing here."""
+    if value is None:
+        return None
+    for namespace, settings in value.items():
+        if not isinstance(namespace, str):
+            raise TypeError(f"_metadata maps a library's namespace (a string) to a dict of its "
+                            f"settings, e.g. {{'my_lib': {{'key': 1}}}}; got the key "
+                            f"{namespace!r} ({type(namespace).__name__})")
+        if not isinstance(settings, dict):
+            raise TypeError(f"_metadata maps a library's namespace (a string) to a dict of its "
+                            f"settings, e.g. {{'my_lib': {{'key': 1}}}}; the namespace "
+                            f"{namespace!r} maps to {settings!r} "
+                            f"({type(settings).__name__})")
+    return {namespace: dict(settings) for namespace, settings in value.items()}
+
+
+def _merged_metadata(base: dict | None, new: dict | None) -> dict | None:
+    """``.options(_metadata=new)`` over ``base``: each namespace of ``new`` updated key by
+    key, the others kept (Ray's ``update_options``)."""
+    if base is None or new is None:
+        return new
+    merged = dict(base)
+    for namespace, settings in new.items():
+        merged[namespace] = {**base.get(namespace, {}), **settings}
+    return merged
+
+
 def _is_exception_type(x: Any) -> bool:
     return isinstance(x, type) and issubclass(x, Exception)
 
@@ -133,6 +179,7 @@ _COMMON = {
     "placement_group_capture_child_tasks": _Option((bool, type(None))),
     "enable_task_events": _Option((bool,)),
     "num_custom_resource": _resource("num_custom_resource"),
+    "_metadata": _Option((dict, type(None))),
 }
 _TASK = {
     **_COMMON,
@@ -237,8 +284,6 @@ def _normalize(where: str, table: dict[str, _Option], valid: set[str],
     out = {}
     for key, value in kwargs.items():
         key = _ALIASES.get(key, key)
-        if key in _IGNORED:
-            continue
         if key in UNSUPPORTED:
             raise ValueError(UNSUPPORTED[key])
         if table is _ACTOR and key in ACTOR_UNSUPPORTED:
@@ -253,6 +298,8 @@ def _normalize(where: str, table: dict[str, _Option], valid: set[str],
             option.validate(key, value)
         if key == "runtime_env":
             value = _validate_runtime_env(value)
+        elif key == "_metadata":
+            value = _metadata(value)
         elif key == "retry_exceptions" and not isinstance(value, bool):
             value = tuple(value)
         out[key] = value
@@ -293,6 +340,8 @@ class TaskOptions:
     # A streaming generator task pauses while this many of its values are not taken by
     # its caller (Ray's name; None or -1: it never pauses).
     _generator_backpressure_num_objects: int | None = None
+    # Libraries' settings by namespace, kept for them to read back (see the module doc).
+    _metadata: dict | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict, base: TaskOptions | None = None) -> TaskOptions:
@@ -305,6 +354,8 @@ class TaskOptions:
             fields.pop("max_calls", None)
         if "max_retries" in fields and fields["max_retries"] is None:
             fields.pop("max_retries")
+        if base is not None and "_metadata" in fields:
+            fields["_metadata"] = _merged_metadata(base._metadata, fields["_metadata"])
         opts = dataclasses.replace(base or cls(), **fields)
         opts.validate()
         return opts
@@ -387,6 +438,8 @@ class ActorOptions:
     # most that many at once; ``@ray.method(concurrency_group=)`` or the call's
     # ``.options(concurrency_group=)`` picks the group, others use the default group.
     concurrency_groups: dict | None = None
+    # Libraries' settings by namespace, kept for them to read back (see the module doc).
+    _metadata: dict | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict, base: ActorOptions | None = None) -> ActorOptions:
@@ -401,6 +454,8 @@ class ActorOptions:
         for key in ("max_restarts", "max_task_retries"):
             if key in fields and fields[key] is None:
                 fields.pop(key)
+        if base is not None and "_metadata" in fields:
+            fields["_metadata"] = _merged_metadata(base._metadata, fields["_metadata"])
         opts = dataclasses.replace(base or cls(), **fields)
         opts.validate()
         return opts
