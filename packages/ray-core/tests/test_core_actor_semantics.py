@@ -15,7 +15,7 @@ import pytest
 
 import ray
 from ray.actor import ActorClassInheritanceException, exit_actor
-from ray.exceptions import ActorDiedError, RayActorError
+from ray.exceptions import ActorDiedError, RayActorError, UnsupportedFeatureError
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -411,8 +411,31 @@ def test_concurrency_groups_of_threaded_and_async_actors():
     assert time.time() - start >= 0.85  # "slow" runs one call at a time
 
 
-def test_bad_concurrency_groups_and_bind_raise_clear_errors():
+def test_bad_concurrency_groups_raise_clear_errors():
     with pytest.raises(ValueError, match="positive integer"):
         Named.options(concurrency_groups={"io": 0})
-    with pytest.raises(NotImplementedError, match="Actor.remote|Named.remote"):
-        Named.bind()
+
+
+@ray.remote
+def _square(x):
+    return x * x
+
+
+def test_bind_of_functions_actor_classes_and_methods_names_the_remote_call_to_use():
+    actor = Named.remote()
+    cases = [
+        (lambda: Named.bind(), r"Named\.bind\(\).*Call Named\.remote\(\.\.\.\)"),
+        (lambda: Named.options(num_cpus=0).bind(),
+         r"Named\.options\(\.\.\.\)\.bind\(\).*Named\.options\(\.\.\.\)\.remote"),
+        (lambda: actor.pid.bind(), r"actor\.pid\.bind\(\).*actor\.pid\.remote\("),
+        (lambda: actor.pid.options(name="p").bind(), r"actor\.pid\.bind\(\)"),
+        (lambda: _square.bind(3), r"_square\.bind\(\).*Call _square\.remote\(\.\.\.\)"),
+        (lambda: _square.options(num_cpus=1).bind(3),
+         r"_square\.options\(\.\.\.\)\.bind\(\).*_square\.options\(\.\.\.\)\.remote"),
+    ]
+    for bind, message in cases:
+        with pytest.raises(UnsupportedFeatureError, match=message) as raised:
+            bind()
+        assert isinstance(raised.value, TypeError)  # the object does not support it here
+        assert "Ray DAGs" in str(raised.value)
+    assert ray.get(_square.remote(3)) == 9  # what the message says to use works

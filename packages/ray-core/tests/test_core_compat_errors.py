@@ -87,6 +87,7 @@ EXAMPLES = [
     rex.WorkerCrashedError(),
     rex.PendingCallsLimitExceeded("10 calls pending"),
     rex.LocalRayletDiedError(),
+    rex.UnsupportedFeatureError("f.bind(): Ray DAGs are not part of this project"),
 ]
 
 
@@ -96,6 +97,13 @@ def test_errors_pickle_with_their_type_attributes_and_message(error):
     assert type(copy) is type(error)
     assert str(copy) == str(error)
     assert vars(copy) == vars(error)
+
+
+def test_our_own_errors_are_in_the_tree_and_subclass_the_builtin_users_catch():
+    assert issubclass(rex.UnsupportedFeatureError, rex.RayError)
+    assert issubclass(rex.UnsupportedFeatureError, TypeError)
+    assert "UnsupportedFeatureError" in rex.__all__
+    assert "UnsupportedFeatureError" in rex.__doc__
 
 
 def test_error_messages_follow_ray():

@@ -15,6 +15,7 @@ from ray._private.api import connected_runtime as _connected_runtime
 from ray._private.ids import ActorID
 from ray._private.options import ActorOptions, check_method_option
 from ray._private.suggest import unknown_keyword_error
+from ray.remote_function import dag_unsupported as _dag_unsupported
 
 
 class ActorClassInheritanceException(TypeError):
@@ -90,9 +91,7 @@ class ActorClass:
         return _ActorClassWithOptions(self, ActorOptions.from_kwargs(kwargs, self._options))
 
     def bind(self, *args, **kwargs):
-        raise NotImplementedError(
-            f"{self.__name__}.bind(): Ray DAGs (ray.dag, Ray Serve deployment graphs) are not "
-            f"supported here; create the actor with {self.__name__}.remote(...).")
+        raise _dag_unsupported(self.__name__, f"{self.__name__}.remote(...) to create the actor")
 
     def _remote(self, args=None, kwargs=None, **options) -> ActorHandle:
         """``Actor._remote(args=[...], kwargs={...}, **options)`` (used by libraries): the
@@ -155,6 +154,11 @@ class _ActorClassWithOptions:
         return _ActorClassWithOptions(
             self._actor_class, ActorOptions.from_kwargs(kwargs, self._opts)
         )
+
+    def bind(self, *args, **kwargs):
+        name = self._actor_class.__name__
+        raise _dag_unsupported(f"{name}.options(...)",
+                               f"{name}.options(...).remote(...) to create the actor")
 
     def _remote(self, args=None, kwargs=None, **options) -> ActorHandle:
         opts = ActorOptions.from_kwargs(options, self._opts) if options else self._opts
@@ -273,9 +277,7 @@ class ActorMethod:
                                                       self._max_task_retries))
 
     def bind(self, *args, **kwargs):
-        raise NotImplementedError(
-            f"actor.{self._name}.bind(): Ray DAGs (ray.dag, compiled graphs) are not "
-            f"supported here; call actor.{self._name}.remote(...).")
+        raise _dag_unsupported(f"actor.{self._name}", f"actor.{self._name}.remote(...)")
 
     def _remote(self, args=None, kwargs=None, **options):
         """``actor.method._remote(args=[...], kwargs={...}, num_returns=...)`` (used by

@@ -44,6 +44,8 @@ catches Ray's errors catches ours::
      ├── ActorAlreadyExistsError   a named actor of that name exists (also a ValueError)
      ├── ActorHandleNotFoundError  the handle belongs to an earlier session (also a ValueError)
      ├── RaySystemError          an internal component failed (message says which)
+     ├── UnsupportedFeatureError a Ray API this project does not implement (``.bind()``:
+     │                           Ray DAGs); says what to use instead (also a TypeError)
      └── RayConnectionError      cannot reach the cluster (address, password, auth)
           ├── AuthenticationError  a peer did not present the cluster secret
           └── GcsUnavailableError  the GCS (Redis) stopped answering mid-session
@@ -369,6 +371,13 @@ class ActorAlreadyExistsError(ValueError, RayError):
         return self.error_message
 
 
+class UnsupportedFeatureError(RayError, TypeError):
+    """A Ray API this project does not implement was called: ``.bind()`` of a remote
+    function, actor class or actor method (Ray DAGs, Ray Serve deployment graphs and
+    compiled graphs are not part of it). The message names the call and what to use
+    instead. Also a ``TypeError``: the object does not support that operation here."""
+
+
 class ActorHandleNotFoundError(ValueError, RayError):
     """The actor handle belongs to an earlier session (also a ValueError)."""
 
@@ -680,6 +689,7 @@ __all__ = [
     "TaskUnschedulableError",
     "UnreconstructableError",
     "UnserializableException",
+    "UnsupportedFeatureError",
     "UserCodeException",
     "WorkerCrashedError",
 ]

@@ -5,6 +5,9 @@ at the call, as in Ray), starts Ray if nothing has (auto-init), and returns one
 ObjectRef, a list of them (``num_returns=N``), None (``num_returns=0``), or for a
 generator function an ``ObjectRefGenerator`` (``num_returns="streaming"``, the default
 for generators) or one ref to a ``DynamicObjectRefGenerator`` (``"dynamic"``).
+
+``.bind()`` (Ray DAGs) raises ``UnsupportedFeatureError``, as it does on actor classes
+and methods: Ray DAGs and Serve are not part of this project.
 """
 
 from __future__ import annotations
@@ -16,6 +19,16 @@ import inspect
 from ray._private.api import connected_runtime
 from ray._private.options import STREAMING, TaskOptions
 from ray._private.signatures import CallSignature
+from ray.exceptions import UnsupportedFeatureError
+
+
+def dag_unsupported(call: str, instead: str) -> UnsupportedFeatureError:
+    """The error of ``<call>.bind(...)``, saying to call ``instead`` (a ``.remote()``)."""
+    return UnsupportedFeatureError(
+        f"{call}.bind(): Ray DAGs (ray.dag, workflows, Ray Serve deployment graphs, compiled "
+        f"graphs) are not part of this project, so nothing can be bound. Call {instead} "
+        "instead; to chain calls, pass the ObjectRef it returns as an argument of the next "
+        ".remote().")
 
 
 class RemoteFunction:
@@ -58,6 +71,9 @@ class RemoteFunction:
 
     def options(self, **kwargs) -> _BoundOptions:
         return _BoundOptions(self, self._resolved(TaskOptions.from_kwargs(kwargs, self._options)))
+
+    def bind(self, *args, **kwargs):
+        raise dag_unsupported(self._function.__name__, f"{self._function.__name__}.remote(...)")
 
     def _remote(self, args=None, kwargs=None, **options):
         """``f._remote(args=[...], kwargs={...}, **options)`` (used by libraries): the same
@@ -105,3 +121,7 @@ class _BoundOptions:
     def options(self, **kwargs):
         return _BoundOptions(self._fn, self._fn._resolved(
             TaskOptions.from_kwargs(kwargs, self._opts)))
+
+    def bind(self, *args, **kwargs):
+        name = self._fn._function.__name__
+        raise dag_unsupported(f"{name}.options(...)", f"{name}.options(...).remote(...)")
