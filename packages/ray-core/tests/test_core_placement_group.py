@@ -126,6 +126,18 @@ def test_named_group_is_found_by_name_and_names_are_unique(cluster):
         get_placement_group("trainers")
 
 
+def test_removing_a_group_twice_is_accepted_and_an_unknown_group_is_refused(cluster):
+    from ray._private.runtime.placement_groups import PlacementGroup, PlacementGroupID
+
+    pg = placement_group([{"CPU": 1}])
+    remove_placement_group(pg)
+    remove_placement_group(pg)  # already removed: nothing to do, no error
+    never_created = PlacementGroup(PlacementGroupID(b"\x01" * 18), [{"CPU": 1}])
+    with pytest.raises(ValueError, match=f"no placement group {'01' * 18}: it was never "
+                                         "created in this cluster"):
+        remove_placement_group(never_created)
+
+
 def test_child_tasks_are_captured_and_see_their_group(cluster):
     pg = placement_group([{"CPU": 1}, {"CPU": 1}])
     ray.get(pg.ready(), timeout=10)

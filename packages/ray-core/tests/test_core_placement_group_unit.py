@@ -5,6 +5,13 @@ errors bad input gets. No processes."""
 import pytest
 
 import ray
+from ray._private.messages import (
+    CreatePlacementGroup,
+    MalformedMessage,
+    PlacementGroupAccepted,
+    PlacementGroupRefused,
+    placement_group_reply_from_wire,
+)
 from ray._private.options import ActorOptions, TaskOptions
 from ray._private.raylet.placement import (
     BundleLedger,
@@ -185,3 +192,38 @@ def test_placement_groups_need_a_cluster_in_local_mode():
 def test_ray_util_works_after_plain_import_ray():
     assert callable(ray.util.placement_group) and callable(ray.util.remove_placement_group)
     assert callable(ray.util.get_current_placement_group)
+
+
+def test_placement_group_requests_and_replies_round_trip_through_msgpack():
+    import msgpack
+
+    def through_the_wire(message):
+        return msgpack.unpackb(msgpack.packb(message.to_wire()))
+
+    request = CreatePlacementGroup(
+        placement_group_id=PG, bundles=[{"CPU": 1}, {"GPU": 0.5}], strategy="STRICT_PACK",
+        name="trainers", namespace="ns", job_id="01000000", detached=True, pid=4242,
+        soft_target="node-a")
+    assert CreatePlacementGroup.from_wire(through_the_wire(request)) == request
+    assert placement_group_reply_from_wire(through_the_wire(PlacementGroupAccepted())) == (
+        PlacementGroupAccepted())
+    refused = PlacementGroupRefused(PlacementGroupRefused.NAME_TAKEN, "pick another name")
+    assert placement_group_reply_from_wire(through_the_wire(refused)) == refused
+
+
+@pytest.mark.parametrize("wire", [
+    {"error": "old dict reply"}, [], [0, "extra"], [1, "name_taken"], [1, 2, 3], [7]])
+def test_malformed_placement_group_replies_are_refused(wire):
+    with pytest.raises(MalformedMessage, match="PlacementGroupReply"):
+        placement_group_reply_from_wire(wire)
+
+
+def test_malformed_create_placement_group_requests_are_refused():
+    good = CreatePlacementGroup(PG, [{"CPU": 1}], "PACK", "", "default", "", False, 1).to_wire()
+    for index, bad in [(1, {"CPU": 1}), (1, ["CPU"]), (2, None), (8, 5)]:
+        wire = list(good)
+        wire[index] = bad
+        with pytest.raises(MalformedMessage, match="CreatePlacementGroup"):
+            CreatePlacementGroup.from_wire(wire)
+    with pytest.raises(MalformedMessage, match="CreatePlacementGroup"):
+        CreatePlacementGroup.from_wire({"placement_group_id": PG})

@@ -22,12 +22,18 @@ sends ``CancelTask`` to the worker that runs (or queues) the task. A retry of a 
 attempt re-sends the same spec from the owner with ``PendingTask.retries_left``
 decremented; a concurrency group travels as a TaskSpec field read by the executor's
 call runners.
+
+Placement groups (a process -> the head raylet's manager)::
+
+    requester ──create_placement_group(CreatePlacementGroup)──> head raylet
+              ──remove_placement_group(group id hex)──>
+              <──PlacementGroupReply: PlacementGroupAccepted | PlacementGroupRefused──
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 # -- errors ------------------------------------------------------------------------------
 
@@ -685,6 +691,85 @@ class WorkerKilled:
         return f"WorkerKilled({self.worker_id.hex()[:8]}, {self.reason})"
 
 
+# -- placement groups ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class CreatePlacementGroup:
+    """A process -> the head raylet (``create_placement_group``): record this group and
+    place it. Answered with a ``PlacementGroupReply``; placing happens later (the group's
+    record in the GCS says when it is CREATED)."""
+
+    placement_group_id: str  # hex
+    bundles: list[dict]  # resource name -> amount, one dict a bundle
+    strategy: str  # one of placement.STRATEGIES (the manager checks)
+    name: str  # "" for an unnamed group
+    namespace: str
+    job_id: str  # hex of the creating job ("" if unknown)
+    detached: bool  # lifetime="detached": outlives its job
+    pid: int  # the creating process (shown in the group table)
+    soft_target: str | None = None  # STRICT_PACK's preferred node id (_soft_target_node_id)
+
+    def to_wire(self) -> list:
+        return [self.placement_group_id, self.bundles, self.strategy, self.name,
+                self.namespace, self.job_id, self.detached, self.pid, self.soft_target]
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> CreatePlacementGroup:
+        (pg_hex, bundles, strategy, name, namespace, job_id, detached, pid,
+         soft_target) = _expect_list(wire, "CreatePlacementGroup", 9, 9)
+        if not all(isinstance(v, str) for v in (pg_hex, strategy, name, namespace, job_id)):
+            raise MalformedMessage("CreatePlacementGroup: the group id, strategy, name, "
+                                   "namespace and job id must be strings")
+        if not isinstance(bundles, list | tuple) or not all(isinstance(b, dict)
+                                                            for b in bundles):
+            raise MalformedMessage("CreatePlacementGroup: bundles must be an array of maps")
+        if soft_target is not None and not isinstance(soft_target, str):
+            raise MalformedMessage("CreatePlacementGroup: soft_target must be a node id or nil")
+        return cls(pg_hex, [dict(b) for b in bundles], strategy, name, namespace, job_id,
+                   bool(detached), pid, soft_target)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementGroupAccepted:
+    """The head raylet did what was asked: the group is recorded (PENDING until placed),
+    or removed (removing a removed group is accepted too)."""
+
+    KIND: ClassVar[int] = 0
+
+    def to_wire(self) -> list:
+        return [self.KIND]
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementGroupRefused:
+    """The head raylet refused the request: ``reason`` is one of the constants and
+    ``message`` says what to do instead (the requester raises it as a ValueError)."""
+
+    reason: str
+    message: str
+    KIND: ClassVar[int] = 1
+    NAME_TAKEN: ClassVar[str] = "name_taken"  # a live group of that name exists
+    UNKNOWN_GROUP: ClassVar[str] = "unknown_group"  # no group of that id was ever created
+
+    def to_wire(self) -> list:
+        return [self.KIND, self.reason, self.message]
+
+
+PlacementGroupReply = PlacementGroupAccepted | PlacementGroupRefused
+
+
+def placement_group_reply_from_wire(wire: Any) -> PlacementGroupReply:
+    fields = _expect_list(wire, "PlacementGroupReply", 1, 3)
+    kind = fields[0]
+    if kind == PlacementGroupAccepted.KIND and len(fields) == 1:
+        return PlacementGroupAccepted()
+    if kind == PlacementGroupRefused.KIND and len(fields) == 3 and all(
+            isinstance(v, str) for v in fields[1:]):
+        return PlacementGroupRefused(fields[1], fields[2])
+    raise MalformedMessage(f"PlacementGroupReply: not a reply: {wire!r:.100}")
+
+
 # -- store statistics ------------------------------------------------------------------
 
 
@@ -722,9 +807,11 @@ class StoreStats:
 
 __all__ = [
     "NUM_RETURNS_DYNAMIC", "NUM_RETURNS_STREAMING", "CancelTask", "GeneratorItem", "item_id",
-    "ActorCreation", "ActorExited", "InPlasma", "Inline", "InlineArg", "LeaseFailed", "LeaseGranted",
-    "LeaseReply", "LeaseRequest", "LeaseSpillback", "MalformedMessage", "ObjectValue",
-    "OwnerAddress", "PlacementGroupCapture", "RayletAddress", "RefArg", "ReturnObject",
-    "StoreStats", "TaskArg", "TaskDone", "TaskKind", "TaskSpec", "WorkerKilled", "lease_reply_from_wire",
+    "ActorCreation", "ActorExited", "CreatePlacementGroup", "InPlasma", "Inline", "InlineArg",
+    "LeaseFailed", "LeaseGranted", "LeaseReply", "LeaseRequest", "LeaseSpillback",
+    "MalformedMessage", "ObjectValue", "OwnerAddress", "PlacementGroupAccepted",
+    "PlacementGroupCapture", "PlacementGroupRefused", "PlacementGroupReply", "RayletAddress",
+    "RefArg", "ReturnObject", "StoreStats", "TaskArg", "TaskDone", "TaskKind", "TaskSpec",
+    "WorkerKilled", "lease_reply_from_wire", "placement_group_reply_from_wire",
     "value_from_wire", "value_to_wire",
 ]

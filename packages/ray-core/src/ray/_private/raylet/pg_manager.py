@@ -21,7 +21,12 @@ import time
 
 from ray._private import aio
 from ray._private.gcs import keys
-from ray._private.messages import LeaseFailed
+from ray._private.messages import (
+    CreatePlacementGroup,
+    LeaseFailed,
+    PlacementGroupAccepted,
+    PlacementGroupRefused,
+)
 from ray._private.raylet.placement import STRATEGIES, BundleLedger, group_of, place_bundles
 
 logger = logging.getLogger(__name__)
@@ -232,42 +237,46 @@ class PlacementGroupManager:
         }
 
     # -- requests ------------------------------------------------------------------------
-    def h_create(self, peer, spec):
-        pg_hex = spec["placement_group_id"]
-        bundles = [dict(b) for b in spec["bundles"]]
-        if not bundles or spec["strategy"] not in STRATEGIES:
-            raise ValueError(f"bad placement group request {spec!r}")
-        name, namespace = spec.get("name") or "", spec.get("namespace") or "default"
+    def h_create(self, peer, wire) -> list:
+        """``create_placement_group(CreatePlacementGroup)``: a PlacementGroupReply."""
+        request = CreatePlacementGroup.from_wire(wire)
+        pg_hex = request.placement_group_id
+        bundles = request.bundles
+        if not bundles or request.strategy not in STRATEGIES:
+            raise ValueError(f"bad placement group request {request!r}")
+        name, namespace = request.name, request.namespace or "default"
         if name:
             key = keys.named_placement_group(namespace, name)
             existing = self.gcs.get(key)
             if existing is not None:
                 other = self.groups.get(existing.decode())
                 if other is not None and other["state"] != REMOVED:
-                    return {"error": (
+                    return PlacementGroupRefused(PlacementGroupRefused.NAME_TAKEN, (
                         f"a placement group named {name!r} already exists in namespace "
                         f"{namespace!r}; pick another name or use "
-                        f"ray.util.get_placement_group({name!r}).")}
+                        f"ray.util.get_placement_group({name!r}).")).to_wire()
             self.gcs.set(key, pg_hex.encode())
         record = {
             "placement_group_id": pg_hex, "name": name, "namespace": namespace,
-            "strategy": spec["strategy"], "bundles": bundles,
+            "strategy": request.strategy, "bundles": bundles,
             "bundle_nodes": [None] * len(bundles), "state": PENDING,
-            "job_id": spec.get("job_id", ""), "detached": bool(spec.get("detached")),
-            "creator_pid": spec.get("pid"), "created_at": time.time(), "scheduled_at": None,
-            "soft_target": spec.get("soft_target"),
+            "job_id": request.job_id, "detached": request.detached,
+            "creator_pid": request.pid, "created_at": time.time(), "scheduled_at": None,
+            "soft_target": request.soft_target,
         }
         self.groups[pg_hex] = record
         self._save(record)
         self.kick()
-        return {"ok": True}
+        return PlacementGroupAccepted().to_wire()
 
-    def h_remove(self, peer, pg_hex):
+    def h_remove(self, peer, pg_hex: str) -> list:
+        """``remove_placement_group(group id hex)``: a PlacementGroupReply."""
         record = self.groups.get(pg_hex)
         if record is None:
-            return {"error": f"no placement group {pg_hex}"}
+            return PlacementGroupRefused(PlacementGroupRefused.UNKNOWN_GROUP, (
+                f"no placement group {pg_hex}: it was never created in this cluster")).to_wire()
         self.remove(record)
-        return {"ok": True}
+        return PlacementGroupAccepted().to_wire()
 
     def remove(self, record: dict) -> None:
         if record["state"] == REMOVED:

@@ -16,7 +16,13 @@ from typing import Any
 
 from ray._private import runtime
 from ray._private.gcs import keys
-from ray._private.messages import PlacementGroupCapture, RayletAddress
+from ray._private.messages import (
+    CreatePlacementGroup,
+    PlacementGroupCapture,
+    PlacementGroupRefused,
+    RayletAddress,
+    placement_group_reply_from_wire,
+)
 from ray._private.raylet.placement import PG_ID_BYTES, STRATEGIES
 from ray._private.strategies import PlacementGroupSchedulingStrategy
 from ray.exceptions import RayError
@@ -217,19 +223,21 @@ class PlacementGroupClient:
     def create(self, bundles: list[dict], strategy: str, name: str, detached: bool,
                soft_target: str | None) -> PlacementGroup:
         pg_id = PlacementGroupID(os.urandom(PG_ID_BYTES))
-        reply = self._head().call_sync("create_placement_group", {
-            "placement_group_id": pg_id.hex(), "bundles": bundles, "strategy": strategy,
-            "name": name, "namespace": self._job.namespace, "job_id": self._job.hex,
-            "detached": detached, "pid": os.getpid(), "soft_target": soft_target,
-        }, timeout=30)
-        if "error" in reply:
-            raise ValueError(reply["error"])
+        request = CreatePlacementGroup(
+            placement_group_id=pg_id.hex(), bundles=bundles, strategy=strategy, name=name,
+            namespace=self._job.namespace or "default", job_id=self._job.hex, detached=detached,
+            pid=os.getpid(), soft_target=soft_target)
+        reply = placement_group_reply_from_wire(self._head().call_sync(
+            "create_placement_group", request.to_wire(), timeout=30))
+        if isinstance(reply, PlacementGroupRefused):
+            raise ValueError(reply.message)
         return PlacementGroup(pg_id, bundles)
 
     def remove(self, pg: PlacementGroup) -> None:
-        reply = self._head().call_sync("remove_placement_group", pg.id.hex(), timeout=30)
-        if "error" in reply:
-            raise ValueError(f"{reply['error']}: it was never created in this cluster")
+        reply = placement_group_reply_from_wire(self._head().call_sync(
+            "remove_placement_group", pg.id.hex(), timeout=30))
+        if isinstance(reply, PlacementGroupRefused):
+            raise ValueError(reply.message)
 
     def get(self, name: str, namespace: str | None) -> PlacementGroup:
         namespace = namespace or self._job.namespace
