@@ -17,7 +17,7 @@ from ray.util.state import api
 from ray.util.state.common import (
     DEFAULT_LIMIT,
     DEFAULT_RPC_TIMEOUT,
-    RESOURCE_SCHEMAS,
+    RESOURCES,
     StateResource,
     resource_from_name,
 )
@@ -83,7 +83,7 @@ def ray_list(resource, fmt, filters, limit, detail, timeout, address):
     """List actors, tasks, nodes, jobs, workers, objects or placement groups."""
     res = resource_from_name(resource)
     parsed = [parse_filter(f) for f in filters]
-    schema = RESOURCE_SCHEMAS[res]
+    schema = RESOURCES[res].schema
     columns = schema.list_columns(detail=detail)
     lower = {c.lower(): c for c in schema.list_columns(detail=True)}
     parsed = [(lower.get(k.lower(), k), p, v) for k, p, v in parsed]

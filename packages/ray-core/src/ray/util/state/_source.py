@@ -35,7 +35,7 @@ from ray._private.runtime import cluster_info
 from ray._private.runtime.introspection import MAX_REFS_REPORTED
 from ray.util.state.common import (
     DEFAULT_RPC_TIMEOUT,
-    RESOURCE_SCHEMAS,
+    RESOURCES,
     ListOptions,
     ListResult,
     StateResource,
@@ -77,7 +77,7 @@ class GcsStateSource:
 
     # -- list --------------------------------------------------------------------------------
     def list(self, resource: StateResource, options: ListOptions) -> ListResult:
-        schema = RESOURCE_SCHEMAS[resource]
+        schema = RESOURCES[resource].schema
         _check_filter_keys(resource, options.filters)
         query = _Query.start(options.timeout)
         rows = getattr(self, f"_{resource.value}")(query)
@@ -357,7 +357,7 @@ def _object_call_site_warning() -> str:
 
 
 def _check_filter_keys(resource: StateResource, filters) -> None:
-    filterable = RESOURCE_SCHEMAS[resource].filterable_columns()
+    filterable = RESOURCES[resource].schema.filterable_columns()
     for key, _, _ in filters:
         if key not in filterable:
             raise ValueError(

@@ -24,12 +24,13 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from typing import Any, Protocol, TypeVar
 
 from ray.util.state.common import (
     DEFAULT_LIMIT,
     DEFAULT_RPC_TIMEOUT,
-    ID_COLUMNS,
-    RESOURCE_SCHEMAS,
+    MAX_LIMIT,
+    RESOURCES,
     ActorState,
     JobState,
     ListOptions,
@@ -38,6 +39,7 @@ from ray.util.state.common import (
     ObjectState,
     PlacementGroupState,
     StateResource,
+    StateSchema,
     SummaryResource,
     SummaryResult,
     TaskState,
@@ -186,7 +188,9 @@ def _check_missing(resource, result: ListResult | SummaryResult, raise_on_missin
                   UserWarning, stacklevel=stacklevel)
 
 
-# -- list ------------------------------------------------------------------------------------
+# -- list, get, summarize -------------------------------------------------------------------
+# One generic function each, driven by the RESOURCES table; the per-resource functions
+# (Ray's public names and signatures) are made from them further down.
 def _list(resource: StateResource, address, filters, limit, timeout, detail,
           raise_on_missing_output, explain) -> list:
     options = ListOptions(limit=limit, timeout=timeout, detail=detail,
@@ -196,112 +200,25 @@ def _list(resource: StateResource, address, filters, limit, timeout, detail,
     _check_missing(resource, result, raise_on_missing_output)
     if explain:
         _explain(resource, result, started)
-    schema = RESOURCE_SCHEMAS[resource]
+    schema = RESOURCES[resource].schema
     return [schema.from_dict(row) for row in result.result]
 
 
-def list_actors(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
-                detail=False, raise_on_missing_output=True, _explain=False) -> list[ActorState]:
-    return _list(StateResource.ACTORS, address, filters, limit, timeout, detail,
-                 raise_on_missing_output, _explain)
-
-
-def list_tasks(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
-               detail=False, raise_on_missing_output=True, _explain=False) -> list[TaskState]:
-    return _list(StateResource.TASKS, address, filters, limit, timeout, detail,
-                 raise_on_missing_output, _explain)
-
-
-def list_nodes(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
-               detail=False, raise_on_missing_output=True, _explain=False) -> list[NodeState]:
-    return _list(StateResource.NODES, address, filters, limit, timeout, detail,
-                 raise_on_missing_output, _explain)
-
-
-def list_jobs(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
-              detail=False, raise_on_missing_output=True, _explain=False) -> list[JobState]:
-    return _list(StateResource.JOBS, address, filters, limit, timeout, detail,
-                 raise_on_missing_output, _explain)
-
-
-def list_placement_groups(address=None, filters=None, limit=DEFAULT_LIMIT,
-                          timeout=DEFAULT_RPC_TIMEOUT, detail=False,
-                          raise_on_missing_output=True,
-                          _explain=False) -> list[PlacementGroupState]:
-    return _list(StateResource.PLACEMENT_GROUPS, address, filters, limit, timeout, detail,
-                 raise_on_missing_output, _explain)
-
-
-def list_workers(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
-                 detail=False, raise_on_missing_output=True, _explain=False) -> list[WorkerState]:
-    return _list(StateResource.WORKERS, address, filters, limit, timeout, detail,
-                 raise_on_missing_output, _explain)
-
-
-def list_objects(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
-                 detail=False, raise_on_missing_output=True, _explain=False) -> list[ObjectState]:
-    return _list(StateResource.OBJECTS, address, filters, limit, timeout, detail,
-                 raise_on_missing_output, _explain)
-
-
-# -- get -------------------------------------------------------------------------------------
 def _get(resource: StateResource, id: str, address, timeout, explain):
+    spec = RESOURCES[resource]
     if not isinstance(id, str) or not id:
-        raise ValueError(f"get_{resource.value.rstrip('s')}() takes an id string, got {id!r}")
-    rows = _list(resource, address, [(ID_COLUMNS[resource], "=", id)], 10_000, timeout,
-                 True, False, explain)
-    if resource is StateResource.OBJECTS:
+        raise ValueError(f"{spec.noun.capitalize()} ids are non-empty strings, got {id!r}")
+    rows: list = []
+    for column in spec.id_columns:
+        rows = _list(resource, address, [(column, "=", id)], MAX_LIMIT, timeout, True, False,
+                     explain)
+        if rows:
+            break
+    if spec.get_returns_all:
         return rows
     return rows[0] if rows else None
 
 
-def get_actor(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
-              _explain=False) -> ActorState | None:
-    return _get(StateResource.ACTORS, id, address, timeout, _explain)
-
-
-def get_task(id, address=None, timeout=DEFAULT_RPC_TIMEOUT, _explain=False) -> TaskState | None:
-    """By task id (hex), or by an ``ObjectRef`` the task returned."""
-    if not isinstance(id, str):
-        task_id = getattr(id, "task_id", None)
-        if task_id is None:
-            raise ValueError(f"get_task() takes a task id (hex) or an ObjectRef, got {id!r}")
-        id = task_id().hex()
-    return _get(StateResource.TASKS, id, address, timeout, _explain)
-
-
-def get_node(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
-             _explain=False) -> NodeState | None:
-    return _get(StateResource.NODES, id, address, timeout, _explain)
-
-
-def get_job(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
-            _explain=False) -> JobState | None:
-    """By submission id, or by job id (a driver job has no submission id)."""
-    row = _get(StateResource.JOBS, id, address, timeout, _explain)
-    if row is None:
-        rows = _list(StateResource.JOBS, address, [("job_id", "=", id)], 10_000, timeout,
-                     True, False, _explain)
-        row = rows[0] if rows else None
-    return row
-
-
-def get_placement_group(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
-                        _explain=False) -> PlacementGroupState | None:
-    return _get(StateResource.PLACEMENT_GROUPS, id, address, timeout, _explain)
-
-
-def get_worker(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
-               _explain=False) -> WorkerState | None:
-    return _get(StateResource.WORKERS, id, address, timeout, _explain)
-
-
-def get_objects(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
-                _explain=False) -> list[ObjectState]:
-    return _get(StateResource.OBJECTS, id, address, timeout, _explain)
-
-
-# -- summaries -------------------------------------------------------------------------------
 def _summarize(resource: SummaryResource, address, timeout, raise_on_missing_output,
                explain) -> dict:
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
@@ -314,22 +231,114 @@ def _summarize(resource: SummaryResource, address, timeout, raise_on_missing_out
     return result.summary
 
 
-def summarize_tasks(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
-                    _explain=False) -> dict:
-    return _summarize(SummaryResource.TASKS, address, timeout, raise_on_missing_output,
-                      _explain)
+_Row = TypeVar("_Row", bound=StateSchema)
+_Row_co = TypeVar("_Row_co", bound=StateSchema, covariant=True)
 
 
-def summarize_actors(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
-                     _explain=False) -> dict:
-    return _summarize(SummaryResource.ACTORS, address, timeout, raise_on_missing_output,
-                      _explain)
+class _ListFunction(Protocol[_Row]):
+    """``list_<resource>``'s signature (Ray's)."""
+
+    def __call__(self, address=None, filters=None, limit=DEFAULT_LIMIT,
+                 timeout=DEFAULT_RPC_TIMEOUT, detail=False, raise_on_missing_output=True,
+                 _explain=False) -> list[_Row]: ...
 
 
-def summarize_objects(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
-                      _explain=False) -> dict:
-    return _summarize(SummaryResource.OBJECTS, address, timeout, raise_on_missing_output,
-                      _explain)
+class _GetFunction(Protocol[_Row_co]):
+    """``get_<resource>``'s signature (Ray's)."""
+
+    def __call__(self, id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+                 _explain=False) -> _Row_co | None: ...
+
+
+class _SummarizeFunction(Protocol):
+    """``summarize_<resource>``'s signature (Ray's)."""
+
+    def __call__(self, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+                 raise_on_missing_output=True, _explain=False) -> dict: ...
+
+
+def _public(fn, name: str, returns: str, doc: str):
+    """``fn`` under its public name (so that it pickles and reads as ``name``)."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__annotations__["return"] = returns
+    fn.__doc__ = doc
+    return fn
+
+
+def _list_function(resource: StateResource) -> _ListFunction[Any]:
+    schema = RESOURCES[resource].schema.__name__
+
+    def list_rows(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
+                  detail=False, raise_on_missing_output=True, _explain=False):
+        return _list(resource, address, filters, limit, timeout, detail,
+                     raise_on_missing_output, _explain)
+
+    return _public(list_rows, f"list_{resource.value}", f"list[{schema}]",
+                   f"The cluster's {resource.value.replace('_', ' ')}, as ``{schema}`` rows: "
+                   "those matching ``filters`` ((column, '=' or '!=', value) tuples on "
+                   "filterable columns), at most ``limit``; ``detail=True`` fills the detail "
+                   "columns too.")
+
+
+def _get_function(resource: StateResource) -> _GetFunction[Any]:
+    spec = RESOURCES[resource]
+
+    def get_row(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT, _explain=False):
+        return _get(resource, id, address, timeout, _explain)
+
+    column, *fallbacks = spec.id_columns
+    matched = column + "".join(f" (else {c})" for c in fallbacks)
+    return _public(get_row, f"get_{spec.noun.replace(' ', '_')}",
+                   f"{spec.schema.__name__} | None",
+                   f"The {spec.noun} whose {matched} is ``id``, with every column; None when "
+                   "there is none.")
+
+
+def _summarize_function(resource: SummaryResource) -> _SummarizeFunction:
+    def summarize(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
+                  _explain=False):
+        return _summarize(resource, address, timeout, raise_on_missing_output, _explain)
+
+    return _public(summarize, f"summarize_{resource.value}", "dict",
+                   f"The cluster's {resource.value}, counted: ``{{'cluster': {{...}}}}``.")
+
+
+list_actors: _ListFunction[ActorState] = _list_function(StateResource.ACTORS)
+list_tasks: _ListFunction[TaskState] = _list_function(StateResource.TASKS)
+list_nodes: _ListFunction[NodeState] = _list_function(StateResource.NODES)
+list_jobs: _ListFunction[JobState] = _list_function(StateResource.JOBS)
+list_placement_groups: _ListFunction[PlacementGroupState] = _list_function(
+    StateResource.PLACEMENT_GROUPS)
+list_workers: _ListFunction[WorkerState] = _list_function(StateResource.WORKERS)
+list_objects: _ListFunction[ObjectState] = _list_function(StateResource.OBJECTS)
+
+get_actor: _GetFunction[ActorState] = _get_function(StateResource.ACTORS)
+get_node: _GetFunction[NodeState] = _get_function(StateResource.NODES)
+get_job: _GetFunction[JobState] = _get_function(StateResource.JOBS)
+get_placement_group: _GetFunction[PlacementGroupState] = _get_function(
+    StateResource.PLACEMENT_GROUPS)
+get_worker: _GetFunction[WorkerState] = _get_function(StateResource.WORKERS)
+
+
+def get_task(id, address=None, timeout=DEFAULT_RPC_TIMEOUT, _explain=False) -> TaskState | None:
+    """By task id (hex), or by an ``ObjectRef`` the task returned."""
+    if not isinstance(id, str):
+        task_id = getattr(id, "task_id", None)
+        if task_id is None:
+            raise ValueError(f"get_task() takes a task id (hex) or an ObjectRef, got {id!r}")
+        id = task_id().hex()
+    return _get(StateResource.TASKS, id, address, timeout, _explain)
+
+
+def get_objects(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
+                _explain=False) -> list[ObjectState]:
+    """Every reference to the object ``id`` (one row per process holding one)."""
+    return _get(StateResource.OBJECTS, id, address, timeout, _explain)
+
+
+summarize_tasks: _SummarizeFunction = _summarize_function(SummaryResource.TASKS)
+summarize_actors: _SummarizeFunction = _summarize_function(SummaryResource.ACTORS)
+summarize_objects: _SummarizeFunction = _summarize_function(SummaryResource.OBJECTS)
 
 
 # -- logs ------------------------------------------------------------------------------------

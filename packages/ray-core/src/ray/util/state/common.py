@@ -193,25 +193,28 @@ class ObjectState(StateSchema):
     ip: str = state_column(filterable=True)
 
 
-RESOURCE_SCHEMAS: dict[StateResource, type[StateSchema]] = {
-    StateResource.ACTORS: ActorState,
-    StateResource.TASKS: TaskState,
-    StateResource.NODES: NodeState,
-    StateResource.JOBS: JobState,
-    StateResource.WORKERS: WorkerState,
-    StateResource.PLACEMENT_GROUPS: PlacementGroupState,
-    StateResource.OBJECTS: ObjectState,
-}
+@dataclass(frozen=True)
+class ResourceSpec:
+    """What the state API needs to know of one resource to list and get it."""
 
-# The column ``get_<resource>(id)`` matches.
-ID_COLUMNS = {
-    StateResource.ACTORS: "actor_id",
-    StateResource.TASKS: "task_id",
-    StateResource.NODES: "node_id",
-    StateResource.JOBS: "submission_id",
-    StateResource.WORKERS: "worker_id",
-    StateResource.PLACEMENT_GROUPS: "placement_group_id",
-    StateResource.OBJECTS: "object_id",
+    schema: type[StateSchema]
+    noun: str  # one row, in words: "actor", "placement group"
+    # ``get_<resource>(id)`` matches these columns in turn and answers the first that matches
+    # (a driver job has no submission id, so jobs fall back to the job id)
+    id_columns: tuple[str, ...]
+    get_returns_all: bool = False  # get_objects(): every reference to the object, not one
+
+
+RESOURCES: dict[StateResource, ResourceSpec] = {
+    StateResource.ACTORS: ResourceSpec(ActorState, "actor", ("actor_id",)),
+    StateResource.TASKS: ResourceSpec(TaskState, "task", ("task_id",)),
+    StateResource.NODES: ResourceSpec(NodeState, "node", ("node_id",)),
+    StateResource.JOBS: ResourceSpec(JobState, "job", ("submission_id", "job_id")),
+    StateResource.WORKERS: ResourceSpec(WorkerState, "worker", ("worker_id",)),
+    StateResource.PLACEMENT_GROUPS: ResourceSpec(PlacementGroupState, "placement group",
+                                                 ("placement_group_id",)),
+    StateResource.OBJECTS: ResourceSpec(ObjectState, "object", ("object_id",),
+                                        get_returns_all=True),
 }
 
 
@@ -291,8 +294,8 @@ class SummaryResult:
         return dataclasses.asdict(self)
 
 
-__all__ = ["DEFAULT_LIMIT", "DEFAULT_RPC_TIMEOUT", "ID_COLUMNS", "RESOURCE_SCHEMAS",
-           "ActorState", "JobState", "ListOptions", "ListResult", "NodeState",
-           "ObjectState", "PlacementGroupState", "StateResource", "StateSchema",
+__all__ = ["DEFAULT_LIMIT", "DEFAULT_RPC_TIMEOUT", "RESOURCES", "ActorState", "JobState",
+           "ListOptions", "ListResult", "NodeState", "ObjectState", "PlacementGroupState",
+           "ResourceSpec", "StateResource", "StateSchema",
            "SummaryResource", "SummaryResult", "TaskState", "WorkerState", "resource_from_name",
            "state_column"]
