@@ -19,6 +19,7 @@ from ray.util.state.common import (
     DEFAULT_RPC_TIMEOUT,
     RESOURCES,
     StateResource,
+    SummaryResource,
     resource_from_name,
 )
 from ray.util.state.exception import RayStateApiException
@@ -87,9 +88,9 @@ def ray_list(resource, fmt, filters, limit, detail, timeout, address):
     columns = schema.list_columns(detail=detail)
     lower = {c.lower(): c for c in schema.list_columns(detail=True)}
     parsed = [(lower.get(k.lower(), k), p, v) for k, p, v in parsed]
-    fn = getattr(api, f"list_{res.value}")
-    rows = _state_call(fn, address=address, filters=parsed, limit=limit, timeout=timeout,
-                       detail=detail, raise_on_missing_output=False)
+    rows = _state_call(api.list_resource, res, address=address, filters=parsed, limit=limit,
+                       timeout=timeout, detail=detail, raise_on_missing_output=False,
+                       explain=False)
     data = [row.asdict() for row in rows]
     if fmt in ("json", "yaml") or (detail and fmt == "default"):
         click.echo(_dump(data, "json" if fmt in ("json", "default") else fmt))
@@ -109,10 +110,10 @@ def ray_list(resource, fmt, filters, limit, detail, timeout, address):
 def ray_get(resource, id, timeout, address):
     """Show one actor, task, node, job, worker, placement group, or an object's references."""
     res = resource_from_name(resource)
-    name = {"objects": "get_objects"}.get(res.value, f"get_{res.value.rstrip('s')}")
-    result = _state_call(getattr(api, name), id, address=address, timeout=timeout)
+    result = _state_call(api.get_resource, res, id, address=address, timeout=timeout,
+                         explain=False)
     if not result:
-        raise click.ClickException(f"No {res.value.rstrip('s').replace('_', ' ')} with id {id}")
+        raise click.ClickException(f"No {RESOURCES[res].noun} with id {id}")
     rows = result if isinstance(result, list) else [result]
     click.echo(json.dumps([r.asdict() for r in rows] if isinstance(result, list)
                           else rows[0].asdict(), indent=2, default=str))
@@ -144,32 +145,28 @@ def _summary_text(resource: str, summary: dict, key_name: str) -> str:
             f"------------------------------------\n{table}\n")
 
 
-@summary_group.command("tasks")
-@timeout_option
-@address_option
-def summary_tasks(timeout, address):
-    """Task counts by function and state."""
-    click.echo(_summary_text("tasks", _state_call(api.summarize_tasks, address=address,
-                                                  timeout=timeout, raise_on_missing_output=False), "func_or_class_name"))
+# resource -> (its command's help, the column its summary is grouped by)
+_SUMMARIES = {
+    SummaryResource.TASKS: ("Task counts by function and state.", "func_or_class_name"),
+    SummaryResource.ACTORS: ("Actor counts by class and state.", "class_name"),
+    SummaryResource.OBJECTS: ("Object references: counts, sizes, reference types.", "callsite"),
+}
 
 
-@summary_group.command("actors")
-@timeout_option
-@address_option
-def summary_actors(timeout, address):
-    """Actor counts by class and state."""
-    click.echo(_summary_text("actors", _state_call(api.summarize_actors, address=address,
-                                                   timeout=timeout, raise_on_missing_output=False), "class_name"))
+def _summary_command(resource: SummaryResource, help_text: str, key_name: str):
+    @summary_group.command(resource.value, help=help_text)
+    @timeout_option
+    @address_option
+    def summary(timeout, address):
+        result = _state_call(api.summarize_resource, resource, address=address, timeout=timeout,
+                             raise_on_missing_output=False, explain=False)
+        click.echo(_summary_text(resource.value, result, key_name))
+
+    return summary
 
 
-@summary_group.command("objects")
-@timeout_option
-@address_option
-def summary_objects(timeout, address):
-    """Object references: counts, sizes, reference types."""
-    click.echo(_summary_text("objects", _state_call(api.summarize_objects, address=address,
-                                                    timeout=timeout,
-                                                    raise_on_missing_output=False), "callsite"))
+for _resource, (_help, _key_name) in _SUMMARIES.items():
+    _summary_command(_resource, _help, _key_name)
 
 
 # -- ray logs ---------------------------------------------------------------------------------

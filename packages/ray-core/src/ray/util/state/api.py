@@ -189,10 +189,11 @@ def _check_missing(resource, result: ListResult | SummaryResult, raise_on_missin
 
 
 # -- list, get, summarize -------------------------------------------------------------------
-# One generic function each, driven by the RESOURCES table; the per-resource functions
-# (Ray's public names and signatures) are made from them further down.
-def _list(resource: StateResource, address, filters, limit, timeout, detail,
-          raise_on_missing_output, explain) -> list:
+# One generic function each, driven by the RESOURCES table (``ray list|get|summary`` call
+# these); the per-resource functions (Ray's public names and signatures) are made from them
+# further down.
+def list_resource(resource: StateResource, address, filters, limit, timeout, detail,
+                  raise_on_missing_output, explain) -> list:
     options = ListOptions(limit=limit, timeout=timeout, detail=detail,
                           filters=tuple(filters or ()))
     started = time.time()
@@ -204,14 +205,14 @@ def _list(resource: StateResource, address, filters, limit, timeout, detail,
     return [schema.from_dict(row) for row in result.result]
 
 
-def _get(resource: StateResource, id: str, address, timeout, explain):
+def get_resource(resource: StateResource, id: str, address, timeout, explain):
     spec = RESOURCES[resource]
     if not isinstance(id, str) or not id:
         raise ValueError(f"{spec.noun.capitalize()} ids are non-empty strings, got {id!r}")
     rows: list = []
     for column in spec.id_columns:
-        rows = _list(resource, address, [(column, "=", id)], MAX_LIMIT, timeout, True, False,
-                     explain)
+        rows = list_resource(resource, address, [(column, "=", id)], MAX_LIMIT, timeout, True,
+                             False, explain)
         if rows:
             break
     if spec.get_returns_all:
@@ -219,8 +220,8 @@ def _get(resource: StateResource, id: str, address, timeout, explain):
     return rows[0] if rows else None
 
 
-def _summarize(resource: SummaryResource, address, timeout, raise_on_missing_output,
-               explain) -> dict:
+def summarize_resource(resource: SummaryResource, address, timeout, raise_on_missing_output,
+                       explain) -> dict:
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     started = time.time()
@@ -270,8 +271,8 @@ def _list_function(resource: StateResource) -> _ListFunction[Any]:
 
     def list_rows(address=None, filters=None, limit=DEFAULT_LIMIT, timeout=DEFAULT_RPC_TIMEOUT,
                   detail=False, raise_on_missing_output=True, _explain=False):
-        return _list(resource, address, filters, limit, timeout, detail,
-                     raise_on_missing_output, _explain)
+        return list_resource(resource, address, filters, limit, timeout, detail,
+                             raise_on_missing_output, _explain)
 
     return _public(list_rows, f"list_{resource.value}", f"list[{schema}]",
                    f"The cluster's {resource.value.replace('_', ' ')}, as ``{schema}`` rows: "
@@ -284,7 +285,7 @@ def _get_function(resource: StateResource) -> _GetFunction[Any]:
     spec = RESOURCES[resource]
 
     def get_row(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT, _explain=False):
-        return _get(resource, id, address, timeout, _explain)
+        return get_resource(resource, id, address, timeout, _explain)
 
     column, *fallbacks = spec.id_columns
     matched = column + "".join(f" (else {c})" for c in fallbacks)
@@ -297,7 +298,7 @@ def _get_function(resource: StateResource) -> _GetFunction[Any]:
 def _summarize_function(resource: SummaryResource) -> _SummarizeFunction:
     def summarize(address=None, timeout=DEFAULT_RPC_TIMEOUT, raise_on_missing_output=True,
                   _explain=False):
-        return _summarize(resource, address, timeout, raise_on_missing_output, _explain)
+        return summarize_resource(resource, address, timeout, raise_on_missing_output, _explain)
 
     return _public(summarize, f"summarize_{resource.value}", "dict",
                    f"The cluster's {resource.value}, counted: ``{{'cluster': {{...}}}}``.")
@@ -327,13 +328,13 @@ def get_task(id, address=None, timeout=DEFAULT_RPC_TIMEOUT, _explain=False) -> T
         if task_id is None:
             raise ValueError(f"get_task() takes a task id (hex) or an ObjectRef, got {id!r}")
         id = task_id().hex()
-    return _get(StateResource.TASKS, id, address, timeout, _explain)
+    return get_resource(StateResource.TASKS, id, address, timeout, _explain)
 
 
 def get_objects(id: str, address=None, timeout=DEFAULT_RPC_TIMEOUT,
                 _explain=False) -> list[ObjectState]:
     """Every reference to the object ``id`` (one row per process holding one)."""
-    return _get(StateResource.OBJECTS, id, address, timeout, _explain)
+    return get_resource(StateResource.OBJECTS, id, address, timeout, _explain)
 
 
 summarize_tasks: _SummarizeFunction = _summarize_function(SummaryResource.TASKS)
@@ -390,7 +391,8 @@ def _cluster_logs(address):
 
 __all__ = [
     "get_actor", "get_job", "get_log", "get_node", "get_objects", "get_placement_group",
-    "get_task", "get_worker", "list_actors", "list_jobs", "list_logs", "list_nodes",
-    "list_objects", "list_placement_groups", "list_tasks", "list_workers", "summarize_actors",
-    "summarize_objects", "summarize_tasks",
+    "get_resource", "get_task", "get_worker", "list_actors", "list_jobs", "list_logs",
+    "list_nodes", "list_objects", "list_placement_groups", "list_resource", "list_tasks",
+    "list_workers", "summarize_actors", "summarize_objects", "summarize_resource",
+    "summarize_tasks",
 ]
