@@ -11,47 +11,36 @@ paused trials) is handed the limit and left to apply it.
 from __future__ import annotations
 
 from ray.tune.error import TuneError
-from ray.tune.suggest.suggestion import SuggestionAlgorithm
+from ray.tune.suggest.suggestion import SearcherWrapper, SuggestionAlgorithm
 
 
-class ConcurrencyLimiter(SuggestionAlgorithm):
-    """See the module docstring. `searcher` is any SuggestionAlgorithm (or 2.x `Searcher`)."""
+class ConcurrencyLimiter(SearcherWrapper):
+    """See the module docstring. `searcher` is any SuggestionAlgorithm (or 2.x `Searcher`).
+
+    `live_trials` is checkpointed with the limiter: trials resumed after a restore still
+    count against the limit, and report as they finish."""
+
+    _not_a_searcher_hint = (
+        "; to limit a BasicVariantGenerator pass "
+        "TuneConfig(max_concurrent_trials=...) / tune.run(max_concurrent_trials=...)"
+    )
 
     def __init__(self, searcher: SuggestionAlgorithm, max_concurrent: int, batch: bool = False):
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
             raise TuneError(
                 f"ConcurrencyLimiter(max_concurrent={max_concurrent!r}): must be an int >= 1"
             )
-        if not isinstance(searcher, SuggestionAlgorithm):
-            raise TuneError(
-                f"ConcurrencyLimiter only wraps searchers (ray.tune.search.Searcher), got "
-                f"{type(searcher).__name__}; to limit a BasicVariantGenerator pass "
-                "TuneConfig(max_concurrent_trials=...) / tune.run(max_concurrent_trials=...)"
-            )
-        super().__init__(max_concurrent=None)
-        self.searcher = searcher
+        super().__init__(searcher)
         self.max_concurrent = max_concurrent
         self.batch = batch
         self.live_trials: set[str] = set()
         self._batch_results: dict[str, tuple[dict | None, bool]] = {}
         self._limit_concurrency = not searcher.set_max_concurrency(max_concurrent)
 
-    @property
-    def metric(self):
-        return getattr(self.searcher, "_metric", None)
-
-    @property
-    def mode(self):
-        return getattr(self.searcher, "_mode", None)
-
     def set_max_concurrency(self, max_concurrent: int) -> bool:
         self.max_concurrent = max_concurrent
         self._limit_concurrency = not self.searcher.set_max_concurrency(max_concurrent)
         return True
-
-    def set_search_properties(self, metric, mode, config=None, **spec) -> bool:
-        inner = getattr(self.searcher, "set_search_properties", None)
-        return bool(inner(metric, mode, config=config, **spec)) if inner is not None else False
 
     def _suggest(self, trial_id: str) -> dict | None:
         if not self._limit_concurrency:
@@ -65,9 +54,6 @@ class ConcurrencyLimiter(SuggestionAlgorithm):
 
     def is_finished(self) -> bool:
         return super().is_finished() or self.searcher.is_finished()
-
-    def on_trial_result(self, trial_id: str, result: dict) -> None:
-        self.searcher.on_trial_result(trial_id, result)
 
     def on_trial_complete(self, trial_id, result=None, error=False, early_terminated=False):
         self._live_trial_ids.discard(trial_id)
@@ -87,20 +73,3 @@ class ConcurrencyLimiter(SuggestionAlgorithm):
         for done_id, (done_result, done_error) in batch.items():
             self.live_trials.discard(done_id)
             self.searcher.on_trial_complete(done_id, result=done_result, error=done_error)
-
-    def on_pause(self, trial_id: str) -> None:
-        self.searcher.on_pause(trial_id)
-
-    def on_unpause(self, trial_id: str) -> None:
-        self.searcher.on_unpause(trial_id)
-
-    def save_state(self):
-        state = super().save_state()
-        state["searcher"] = self.searcher.save_state()
-        return state
-
-    def restore_state(self, state) -> None:
-        state = dict(state)
-        searcher_state = state.pop("searcher")
-        super().restore_state(state)  # keeps live_trials: resumed trials report as they finish
-        self.searcher.restore_state(searcher_state)

@@ -15,7 +15,7 @@ import logging
 import math
 
 from ray.tune.error import TuneError
-from ray.tune.suggest.suggestion import SuggestionAlgorithm
+from ray.tune.suggest.suggestion import SearcherWrapper, SuggestionAlgorithm
 
 logger = logging.getLogger(__name__)
 
@@ -47,32 +47,19 @@ class _TrialGroup:
         return sum(values) / len(values) if values else math.nan
 
 
-class Repeater(SuggestionAlgorithm):
+class Repeater(SearcherWrapper):
     """See the module docstring. Avoid early-stopping schedulers with it (repeats of one
     config would be judged on different amounts of training)."""
 
     def __init__(self, searcher: SuggestionAlgorithm, repeat: int = 1, set_index: bool = True):
-        if not isinstance(searcher, SuggestionAlgorithm):
-            raise TuneError(
-                f"Repeater wraps a searcher (ray.tune.search.Searcher), got {type(searcher).__name__}"
-            )
+        super().__init__(searcher)
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise TuneError(f"Repeater(repeat={repeat!r}): must be an int >= 1")
-        super().__init__(max_concurrent=None)
-        self.searcher = searcher
         self.repeat = repeat
         self._set_index = set_index
         self._groups: list[_TrialGroup] = []
         self._group_of: dict[str, _TrialGroup] = {}
         self._current: _TrialGroup | None = None
-
-    @property
-    def metric(self):
-        return getattr(self.searcher, "_metric", None)
-
-    @property
-    def mode(self):
-        return getattr(self.searcher, "_mode", None)
 
     def add_configurations(self, experiments) -> None:
         from ray.tune.experiment import convert_to_experiment_list
@@ -86,10 +73,6 @@ class Repeater(SuggestionAlgorithm):
                     experiment.spec["num_samples"], self.repeat,
                 )
         super().add_configurations(experiments)
-
-    def set_search_properties(self, metric, mode, config=None, **spec) -> bool:
-        inner = getattr(self.searcher, "set_search_properties", None)
-        return bool(inner(metric, mode, config=config, **spec)) if inner is not None else False
 
     def _suggest(self, trial_id: str) -> dict | None:
         if self._current is None or self._current.full():
@@ -132,20 +115,3 @@ class Repeater(SuggestionAlgorithm):
             result=None if math.isnan(mean) else {metric: mean},
             error=math.isnan(mean),  # every repeat failed
         )
-
-    def on_pause(self, trial_id: str) -> None:
-        self.searcher.on_pause(trial_id)
-
-    def on_unpause(self, trial_id: str) -> None:
-        self.searcher.on_unpause(trial_id)
-
-    def save_state(self):
-        state = super().save_state()
-        state["searcher"] = self.searcher.save_state()
-        return state
-
-    def restore_state(self, state) -> None:
-        state = dict(state)
-        searcher_state = state.pop("searcher")
-        super().restore_state(state)
-        self.searcher.restore_state(searcher_state)

@@ -3,7 +3,8 @@
 Subclasses implement `_suggest(trial_id) -> dict | None` (None: nothing to suggest now)
 and `on_trial_complete`. The concurrency limit is written once, here: `_suggest` is not
 called while `max_concurrent` suggested trials are still live. `ConcurrencyLimiter` and
-`Repeater` (their own modules) wrap any SuggestionAlgorithm.
+`Repeater` (their own modules) wrap any SuggestionAlgorithm; what every such wrapper passes
+through to the searcher inside it is written once, in `SearcherWrapper`.
 """
 
 from __future__ import annotations
@@ -103,6 +104,59 @@ class SuggestionAlgorithm(SearchAlgorithm):
         self.__dict__.update(state)
         self._trial_generator = generator
         self._live_trial_ids = set()
+
+
+class SearcherWrapper(SuggestionAlgorithm):
+    """A searcher around another one (`ConcurrencyLimiter`, `Repeater`).
+
+    A subclass decides when the inner searcher is asked for a suggestion (`_suggest`) and
+    what it is told of completions; the rest passes through: `metric` and `mode`, search
+    properties, results, pause/unpause, and checkpoints (the inner searcher's state is
+    saved through its own `save_state`, under ``"searcher"``)."""
+
+    # said after "got <type>" when something that is not a searcher is wrapped
+    _not_a_searcher_hint = ""
+
+    def __init__(self, searcher: SuggestionAlgorithm):
+        if not isinstance(searcher, SuggestionAlgorithm):
+            raise TuneError(
+                f"{type(self).__name__} wraps a searcher (ray.tune.search.Searcher), got "
+                f"{type(searcher).__name__}{self._not_a_searcher_hint}"
+            )
+        super().__init__(max_concurrent=None)
+        self.searcher = searcher
+
+    @property
+    def metric(self):
+        return getattr(self.searcher, "_metric", None)
+
+    @property
+    def mode(self):
+        return getattr(self.searcher, "_mode", None)
+
+    def set_search_properties(self, metric, mode, config=None, **spec) -> bool:
+        inner = getattr(self.searcher, "set_search_properties", None)
+        return bool(inner(metric, mode, config=config, **spec)) if inner is not None else False
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        self.searcher.on_trial_result(trial_id, result)
+
+    def on_pause(self, trial_id: str) -> None:
+        self.searcher.on_pause(trial_id)
+
+    def on_unpause(self, trial_id: str) -> None:
+        self.searcher.on_unpause(trial_id)
+
+    def save_state(self):
+        state = super().save_state()
+        state["searcher"] = self.searcher.save_state()
+        return state
+
+    def restore_state(self, state) -> None:
+        state = dict(state)
+        searcher_state = state.pop("searcher")
+        super().restore_state(state)
+        self.searcher.restore_state(searcher_state)
 
 
 def _merge_dicts(base: dict, update: dict) -> dict:
