@@ -2,7 +2,8 @@
 
 Thin I/O shell around ``LeaseScheduler`` (decisions) and ``WorkerPool``
 (processes). Local drivers and workers connect over a Unix socket; other
-raylets and remote owners over TCP (spillback, object transfer).
+raylets and remote owners over TCP (spillback, object transfer). The heartbeat and
+the head's dead-node monitor are ``NodeMonitor`` (``monitor.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ray._private.raylet.memory_monitor import (
     MemoryMonitor,
     MemoryReader,
 )
+from ray._private.raylet.monitor import NodeMonitor
 from ray._private.raylet.pg_manager import (
     NodeBundles,
     PlacementGroupManager,
@@ -129,9 +131,12 @@ class NodeManager:
         self.death_causes: collections.OrderedDict[bytes, messages.WorkerKilled] = \
             collections.OrderedDict()
         self._stopping = False
-        self._gcs_down = False
-        self._gcs_back_at = 0.0  # when the GCS answered again after an outage
-        self._last_beat_at = time.time()  # when our last heartbeat landed
+        self.monitor = NodeMonitor(
+            gcs, node_id=self.node_id, is_head=args.head,
+            period_s=config.heartbeat_period_s, timeout_s=config.heartbeat_timeout_s,
+            gcs_address=args.gcs_address, register_node=self._register_node,
+            publish_load=self.publish_load, on_beat=self._on_heartbeat,
+            stop=self.request_stop, is_stopping=lambda: self._stopping)
         self._orphaned_jobs: set[str] = set()  # a restarted head: see _start_as_head
         self.loop = None
         self.tcp_port = None
@@ -180,7 +185,7 @@ class NodeManager:
         self._register_node()
         if self.args.head:
             self._start_as_head()
-        self.loop.create_task(self._heartbeat_loop())
+        self.loop.create_task(self.monitor.run())
         self.loop.create_task(self._reap_loop())
         self.loop.create_task(self._log_loop())
         if self.config.memory_monitor_refresh_ms > 0:
@@ -213,13 +218,7 @@ class NodeManager:
         (their heartbeats may have stopped landing while the GCS was down); recovers the
         placement groups; and finishes the jobs of drivers on this machine that died
         with the old head."""
-        now = time.time()
-        self._gcs_back_at = now
-        for node_id, info in self.gcs.hgetall_obj(keys.NODES).items():
-            if node_id != self.node_id and info.get("is_head") and info.get("alive", True):
-                logger.warning("taking over from the previous head node %s (pid %s): "
-                               "marking it dead", node_id[:8], info.get("pid"))
-                self._mark_node_dead(node_id, info, now)
+        self.monitor.take_over_as_head()
         self._orphaned_jobs = {job_hex for job_hex, info in
                                self.gcs.hgetall_obj(keys.JOBS).items()
                                if info.get("alive", True) and info.get("node_ip") == self.node_ip}
@@ -674,42 +673,9 @@ class NodeManager:
         self.pool.zygote_started(ok)
         self.store.start_prefault()
 
-    async def _heartbeat_loop(self):
-        period = self.config.heartbeat_period_s
-        while not self._stopping:
-            try:
-                self._heartbeat()
-            except Exception as exc:  # noqa: BLE001 - logged; retried every heartbeat period
-                if not self._gcs_down:
-                    logger.warning("GCS unreachable (%s); retrying every %.1f s", exc, period)
-                self._gcs_down = True
-            await asyncio.sleep(period)
-
-    def _heartbeat(self):
-        now = time.time()
-        self.gcs.hset(keys.NODE_HEARTBEATS, self.node_id, str(now).encode())
-        if self._gcs_down:
-            # Redis restarted: every node's heartbeats stopped landing at once, so the
-            # monitor gives them a full timeout to resume before judging anyone.
-            logger.warning("GCS reachable again")
-            self._gcs_down = False
-            self._gcs_back_at = now
-        elif now - self._last_beat_at > self.config.heartbeat_timeout_s / 2:
-            # Our own heartbeat was late by half a timeout without a failed call: the
-            # Redis client retried through an outage that ended within one call, or this
-            # loop stalled. Either way the others' silence was not watched: grace again.
-            self._gcs_back_at = now
-        self._last_beat_at = time.time()
-        self.publish_load(now)
-        nodes = self.gcs.hgetall_obj(keys.NODES)
-        loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
-        if self.node_id not in nodes:  # a Redis restarted without its append-only file
-            self._register_node()
-        elif not nodes[self.node_id].get("alive", True) and not self._stopping:
-            self._declared_dead(now)
-            return
-        if self.args.head and now - self._gcs_back_at > self.config.heartbeat_timeout_s:
-            self._mark_silent_nodes_dead(nodes, now)
+    def _on_heartbeat(self, nodes: dict, loads: dict, now: float) -> None:
+        """After each heartbeat (``NodeMonitor.beat``): the node table and load records
+        it read update this raylet's views of the cluster."""
         self._apply(self.scheduler.update_remote(self._remote_views(nodes, loads, now)))
         self.bundles.check_queued()
         if self.pg_manager is not None:
@@ -766,41 +732,6 @@ class NodeManager:
             self._apply(self.scheduler.update_remote(views))
 
         self.loop.call_later(0.002, refresh)
-
-    def _declared_dead(self, now):
-        """The head marked this node dead (it missed heartbeats, e.g. stalled under load).
-
-        Everyone has already failed over: owners rebuilt or gave up on its objects and
-        retried its tasks elsewhere. Coming back under the same id would contradict that,
-        so the node stops (fail-stop, as Ray's raylet does); start it again to rejoin."""
-        info = self.gcs.hget_obj(keys.NODES, self.node_id) or {}
-        silent_s = now - info.get("death_time", now)
-        logger.error(
-            "the head marked this node (%s) dead after it missed heartbeats for over "
-            "%.1f s (%.1f s ago); its workers and objects are no longer part of the "
-            "cluster, so it shuts down. Rejoin with `ray start --address=%s`; if the "
-            "machine is this loaded, raise heartbeat_timeout_s in _internal_config.",
-            self.node_id[:8], self.config.heartbeat_timeout_s, silent_s, self.args.gcs_address,
-        )
-        self.request_stop()
-
-    def _mark_silent_nodes_dead(self, nodes, now):
-        """The head's monitor: a node without a heartbeat for heartbeat_timeout_s is dead."""
-        beats = self.gcs.hgetall(keys.NODE_HEARTBEATS)
-        for node_id, info in nodes.items():
-            if node_id == self.node_id or not info.get("alive", True):
-                continue
-            last = float(beats.get(node_id, b"0") or 0)
-            if now - last > self.config.heartbeat_timeout_s:
-                logger.warning("node %s missed heartbeats for %.1f s: marking it dead",
-                               node_id[:8], now - last)
-                self._mark_node_dead(node_id, info, now)
-
-    def _mark_node_dead(self, node_id: str, info: dict, now: float) -> None:
-        info["alive"] = False
-        info["death_time"] = now
-        self.gcs.hset_obj(keys.NODES, node_id, info)
-        self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": node_id, "alive": False})
 
     async def _reap_loop(self):
         while not self._stopping:
