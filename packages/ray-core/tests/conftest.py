@@ -1,3 +1,8 @@
+import os
+import socket
+import subprocess
+import sys
+
 import pytest
 
 import ray
@@ -24,3 +29,49 @@ def ray_start():
 
     yield start
     ray.shutdown()
+
+
+
+RAY_CLI = [sys.executable, "-m", "ray.scripts.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_start_head(tmp_path_factory):
+    """``ray_start_head(*flags, dashboard=False)`` runs a 2-CPU ``ray start --head`` on
+    127.0.0.1 (with more ``flags``; the dashboard on a free port, or off) and returns
+    ``{"gcs": "127.0.0.1:<port>", "temp_dir": ..., "url": <the dashboard's, if on>}``.
+    Every head it started is stopped after the module."""
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)  # the head this starts, not one the environment names
+    temp_dirs = []
+
+    def start(*flags: str, dashboard: bool = False) -> dict:
+        temp_dir = str(tmp_path_factory.mktemp("ray"))
+        port = free_port()
+        dashboard_flags = (["--dashboard-port", str(free_port())] if dashboard
+                           else ["--include-dashboard", "false"])
+        out = subprocess.run(
+            RAY_CLI + ["start", "--head", "--port", str(port), "--num-cpus", "2",
+                       "--temp-dir", temp_dir, *dashboard_flags, "--node-ip-address",
+                       "127.0.0.1", *flags],
+            capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 0, out.stdout + out.stderr
+        temp_dirs.append(temp_dir)
+        info = {"gcs": f"127.0.0.1:{port}", "temp_dir": temp_dir}
+        urls = [line.split()[-1] for line in out.stdout.splitlines()
+                if line.startswith("Dashboard:")]
+        assert bool(urls) == dashboard, out.stdout
+        if dashboard:
+            info["url"] = urls[0]
+        return info
+
+    yield start
+    for temp_dir in temp_dirs:
+        subprocess.run(RAY_CLI + ["stop", "--temp-dir", temp_dir], capture_output=True,
+                       timeout=60)

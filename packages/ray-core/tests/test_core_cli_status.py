@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -12,26 +11,11 @@ import pytest
 RAY = [sys.executable, "-m", "ray.scripts.cli"]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def head(tmp_path_factory):
-    temp_dir = str(tmp_path_factory.mktemp("ray"))
-    port = _free_port()
+def head(ray_start_head):
+    info = ray_start_head("--resources", '{"widget": 3}')
     env = dict(os.environ)
     env.pop("RAY_ADDRESS", None)
-    start = subprocess.run(
-        RAY + ["start", "--head", "--port", str(port), "--num-cpus", "2", "--temp-dir", temp_dir,
-               "--include-dashboard", "false", "--node-ip-address", "127.0.0.1",
-               "--resources", '{"widget": 3}'],
-        capture_output=True, text=True, timeout=120, env=env)
-    assert start.returncode == 0, start.stdout + start.stderr
-    assert "Dashboard:" not in start.stdout  # turned off
-    info = {"gcs": f"127.0.0.1:{port}", "temp_dir": temp_dir}
     # A driver that leaves a detached actor behind (it prints) and a pending demand.
     script = textwrap.dedent(f"""
         import ray, time
@@ -50,8 +34,7 @@ def head(tmp_path_factory):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120, env=env)
     assert out.returncode == 0, out.stderr
-    yield info
-    subprocess.run(RAY + ["stop", "--temp-dir", temp_dir], capture_output=True, timeout=60)
+    return info
 
 
 def _ray(head, *args, timeout=60):

@@ -5,7 +5,6 @@ kept in the GCS, stop, delete; Ray's REST routes (incl. the websocket log tail).
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -23,27 +22,9 @@ RAY = [sys.executable, "-m", "ray.scripts.cli"]
 PEER_PYTHON = "/work/peer/ray260/bin/python"  # Ray 2.60 in a venv of its own (optional)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def head(tmp_path_factory):
-    temp_dir = str(tmp_path_factory.mktemp("ray"))
-    port = _free_port()
-    env = dict(os.environ)
-    env.pop("RAY_ADDRESS", None)
-    start = subprocess.run(
-        RAY + ["start", "--head", "--port", str(port), "--num-cpus", "2", "--temp-dir", temp_dir,
-               "--dashboard-port", str(_free_port()), "--node-ip-address", "127.0.0.1"],
-        capture_output=True, text=True, timeout=120, env=env)
-    assert start.returncode == 0, start.stdout + start.stderr
-    url = next(line.split()[-1] for line in start.stdout.splitlines()
-               if line.startswith("Dashboard:"))
-    yield {"url": url, "gcs": f"127.0.0.1:{port}", "temp_dir": temp_dir}
-    subprocess.run(RAY + ["stop", "--temp-dir", temp_dir], capture_output=True, timeout=60)
+def head(ray_start_head):
+    return ray_start_head(dashboard=True)
 
 
 @pytest.fixture
