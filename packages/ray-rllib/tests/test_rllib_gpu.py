@@ -96,17 +96,32 @@ def test_impala_minibatch_buffer_size_is_used():
 
 @pytest.mark.gpu
 @needs_gpu
-def test_ppo_learner_on_cuda_samplers_on_cpu():
-    ray.init(num_cpus=2, num_gpus=1)
+@pytest.mark.parametrize("trainer_cls, config, num_cpus, samplers_checked, trained", [
+    # PPO: the learner on CUDA, its sampler on the CPU
+    pytest.param(PPOTrainer, dict(TINY_PPO, num_workers=1, num_gpus=1), 2, True,
+                 lambda result: result["timesteps_total"] >= 128, id="ppo"),
+    # IMPALA: the learner thread on CUDA
+    pytest.param(ImpalaTrainer, {"num_workers": 1, "num_gpus": 1, "train_batch_size": 100,
+                                 "sample_batch_size": 50, "min_iter_time_s": 1}, 3, False,
+                 lambda result: result["info"]["num_steps_trained"] > 0, id="impala"),
+    # APEX: the learner on CUDA with two samplers and a replay shard
+    pytest.param(ApexTrainer, {"num_workers": 2, "num_gpus": 1, "learning_starts": 200,
+                               "timesteps_per_iteration": 500, "min_iter_time_s": 1,
+                               "train_batch_size": 64,
+                               "optimizer": {"num_replay_buffer_shards": 1}}, 3, False,
+                 lambda result: True, id="apex"),  # checked: train() runs
+])
+def test_learner_trains_on_cuda(trainer_cls, config, num_cpus, samplers_checked, trained):
+    ray.init(num_cpus=num_cpus, num_gpus=1)
     try:
-        trainer = PPOTrainer(env="CartPole-v1", config=dict(TINY_PPO, num_workers=1,
-                                                            num_gpus=1))
+        trainer = trainer_cls(env="CartPole-v1", config=config)
         policy = trainer.get_policy()
-        assert policy.device.type == "cuda" and _param_devices(policy) == {"cuda"}
-        remote = trainer.workers.remote_workers()[0]
-        assert ray.get(remote.for_policy.remote(lambda p: p.device.type)) == "cpu"
-        result = trainer.train()
-        assert result["timesteps_total"] >= 128
+        assert policy.device.type == "cuda"
+        if samplers_checked:
+            assert _param_devices(policy) == {"cuda"}
+            remote = trainer.workers.remote_workers()[0]
+            assert ray.get(remote.for_policy.remote(lambda p: p.device.type)) == "cpu"
+        assert trained(trainer.train())
         trainer.stop()
     finally:
         ray.shutdown()
@@ -121,22 +136,6 @@ def test_ppo_multi_gpu_towers():
         trainer.train()
     finally:
         trainer.stop()
-
-
-@pytest.mark.gpu
-@needs_gpu
-def test_impala_learner_thread_on_cuda():
-    ray.init(num_cpus=3, num_gpus=1)
-    try:
-        trainer = ImpalaTrainer(env="CartPole-v1", config={
-            "num_workers": 1, "num_gpus": 1, "train_batch_size": 100,
-            "sample_batch_size": 50, "min_iter_time_s": 1})
-        assert trainer.get_policy().device.type == "cuda"
-        result = trainer.train()
-        assert result["info"]["num_steps_trained"] > 0
-        trainer.stop()
-    finally:
-        ray.shutdown()
 
 
 @pytest.mark.gpu
@@ -156,19 +155,3 @@ def test_dqn_family_on_cuda(extra):
         assert trainer.save()
     finally:
         trainer.stop()
-
-
-@pytest.mark.gpu
-@needs_gpu
-def test_apex_learner_on_cuda():
-    ray.init(num_cpus=3, num_gpus=1)
-    try:
-        trainer = ApexTrainer(env="CartPole-v1", config={
-            "num_workers": 2, "num_gpus": 1, "learning_starts": 200,
-            "timesteps_per_iteration": 500, "min_iter_time_s": 1, "train_batch_size": 64,
-            "optimizer": {"num_replay_buffer_shards": 1}})
-        assert trainer.get_policy().device.type == "cuda"
-        trainer.train()
-        trainer.stop()
-    finally:
-        ray.shutdown()
