@@ -79,6 +79,8 @@ class _Client:
         self.max_task_retries = 0
         self.seq = 0
         self.subscribed = False
+        # A send of the queue is scheduled on the loop (see ActorManager.submit).
+        self.send_scheduled = False
 
     def death_error(self) -> ActorDiedError:
         return ActorDiedError(self.death_cause, self.actor_id.hex(),
@@ -423,10 +425,26 @@ class ActorManager:
                 self._ledger.failed(task, client.death_error())
                 return refs
             client.queue.append((task, encoded.deps))
+            # Calls made while earlier ones are still running go out together: the loop
+            # sends the queue once, soon (the actor is busy meanwhile), instead of one
+            # message per call from the caller's thread. A call to an idle actor goes
+            # out at once, so a lone call's latency is unchanged.
+            deferred = bool(client.inflight) and not encoded.deps
+            already = deferred and client.send_scheduled
+            if deferred:
+                client.send_scheduled = True
         if encoded.deps:
             self._objects.when_ready(encoded.deps, lambda: self._args_ready(client, task))
-        self._pump(client)
+        if not deferred:
+            self._pump(client)
+        elif not already:
+            self._loop.call_soon(self._scheduled_pump, client)
         return refs
+
+    def _scheduled_pump(self, client: _Client) -> None:
+        with self.lock:
+            client.send_scheduled = False
+        self._pump(client)
 
     def _args_ready(self, client: _Client, task: PendingTask) -> None:
         if task.spec.enable_task_events:

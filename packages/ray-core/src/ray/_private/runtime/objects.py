@@ -169,8 +169,8 @@ class ObjectClient:
         refs = []
         for i in range(1, max(num_returns, 1 if num_returns < 0 else 0) + 1):
             oid = task_id + i.to_bytes(4, "little")
-            self._refs.add_owned(oid)
-            refs.append(ObjectRef(oid, None))
+            self._refs.add_owned_local(oid)
+            refs.append(ObjectRef._counted(oid))
         return refs
 
     # -- task arguments -----------------------------------------------------------------

@@ -38,6 +38,14 @@ class ReferenceCounter:
             if object_id not in self._refs:
                 self._refs[object_id] = _Ref(True, None)
 
+    def add_owned_local(self, object_id: bytes) -> None:
+        """``add_owned`` then ``add_local`` under one lock (a new return value's ref)."""
+        with self._lock:
+            ref = self._refs.get(object_id)
+            if ref is None:
+                ref = self._refs[object_id] = _Ref(True, None)
+            ref.local += 1
+
     def add_local(self, object_id: bytes, owner=None) -> None:
         with self._lock:
             ref = self._refs.get(object_id)

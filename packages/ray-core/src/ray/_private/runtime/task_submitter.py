@@ -108,6 +108,7 @@ class TaskSubmitter:
         # Average run time per function: decides how many of its tasks may queue at
         # one worker (unknown functions get one at a time, so slow tasks spread out).
         self._fn_seconds: dict[bytes, float] = {}
+        self._fn_depth: dict[bytes, int] = {}  # what _depth answers, kept with the average
         self._by_worker: dict[bytes, _TaskLease] = {}
         self._by_peer: dict[RpcPeer, _TaskLease] = {}
         self._awaiting_args: dict[bytes, PendingTask] = {}  # task id -> task
@@ -141,11 +142,16 @@ class TaskSubmitter:
             self._dispatch(q)
 
     def _depth(self, task: PendingTask) -> int:
-        avg = self._fn_seconds.get(task.spec.function_id)
-        if avg is None:
-            return 1
+        """How many tasks of ``task``'s function may queue at one worker: enough for
+        ``pipeline_target_s`` of its average run time (1 while it is unknown)."""
+        return self._fn_depth.get(task.spec.function_id, 1)
+
+    def _record_duration(self, function_id: bytes, seconds: float) -> None:
+        avg = self._fn_seconds.get(function_id)
+        avg = seconds if avg is None else 0.8 * avg + 0.2 * seconds
+        self._fn_seconds[function_id] = avg
         depth = int(self._cfg.pipeline_target_s / max(avg, 1e-6))
-        return max(1, min(self._cfg.max_tasks_in_flight_per_worker, depth))
+        self._fn_depth[function_id] = max(1, min(self._cfg.max_tasks_in_flight_per_worker, depth))
 
     def _dispatch(self, q: ShapeQueue) -> None:
         """Push pending tasks to leased workers with room; request leases for the rest."""
@@ -157,13 +163,15 @@ class TaskSubmitter:
             progress = True
             while q.pending and progress:
                 progress = False
+                depth = self._depth(q.pending[0])  # (read again below after each pop)
                 for held in leases:
                     if not q.pending:
                         break
-                    if held.dead or held.exhausted \
-                            or len(held.inflight) - held.staging >= self._depth(q.pending[0]):
+                    if held.dead or held.exhausted or len(held.inflight) - held.staging >= depth:
                         continue
                     task = q.pending.popleft()
+                    if q.pending:
+                        depth = self._depth(q.pending[0])
                     spec = task.spec
                     if spec.max_calls:
                         self._count_call(held, spec.function_id, spec.max_calls)
@@ -314,10 +322,7 @@ class TaskSubmitter:
             for item in done:
                 task = held.inflight.pop(item.task_id, None) if held is not None else None
                 if task is not None:
-                    fid = task.spec.function_id
-                    avg = self._fn_seconds.get(fid)
-                    d = item.duration_s
-                    self._fn_seconds[fid] = d if avg is None else 0.8 * avg + 0.2 * d
+                    self._record_duration(task.spec.function_id, item.duration_s)
                     if task.retry_exceptions and retries_exception(task, item):
                         if task.retries_left > 0:
                             task.retries_left -= 1
