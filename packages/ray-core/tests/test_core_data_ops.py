@@ -238,12 +238,28 @@ def test_groupby_aggregates_match_pandas_across_partitions(ray_module):
         "min(s)": grouped["s"].min().values,
     })
     pd.testing.assert_frame_equal(got, expected, check_dtype=False)
-    partitions = [b for b in _stored_blocks(ds.groupby("k").count()) if _blocks.num_rows(b)]
+    split = ds.groupby("k", num_partitions=3)
+    partitions = [b for b in _stored_blocks(split.count()) if _blocks.num_rows(b)]
     assert len(partitions) >= 2  # the keys landed in several partitions, each key once
+    pd.testing.assert_frame_equal(split.aggregate(Count(), Mean("v")).to_pandas(),
+                                  expected[["k", "count()", "mean(v)"]], check_dtype=False)
+    # Without num_partitions, few groups combine in one task (one output block).
+    assert len(_stored_blocks(ds.groupby("k").count())) == 1
+
     assert ds.groupby("k").std("v", ddof=0).to_pandas()["std(v)"].tolist() == pytest.approx(
         grouped["v"].std(ddof=0).tolist())
     assert ds.groupby("s").sum().columns() == ["s", "sum(k)", "sum(v)"]
     assert ds.groupby("s").max(["k", "v"], ignore_nulls=False).to_pandas()["max(v)"].isna().any()
+
+
+def test_groupby_combines_into_one_part_per_250k_groups():
+    from ray.data._shuffle import COMBINE_ROWS_PER_PART, combine_parts
+
+    assert combine_parts([1000] * 8, 8) == 1
+    assert combine_parts([0] * 4, 4) == 1
+    assert combine_parts([COMBINE_ROWS_PER_PART] * 3, 8) == 3
+    assert combine_parts([COMBINE_ROWS_PER_PART + 1, 0], 8) == 2
+    assert combine_parts([10 * COMBINE_ROWS_PER_PART] * 8, 8) == 8  # at most one per input block
 
 
 def test_groupby_multiple_keys_null_keys_and_no_key(ray_module):

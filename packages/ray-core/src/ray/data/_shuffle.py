@@ -66,11 +66,13 @@ def merge_task(key: _sort.SortKey, part: int, num_maps: int, then, *grouped_then
     return finish(then(out) if then is not None else out, clock)
 
 
-@ray.remote(num_returns=2)
+@ray.remote(num_returns=3)
 def partial_aggregate(block, key_columns: tuple, aggs: tuple, count: int):
-    """A block's partial aggregation (sorted by key) and the keys of a few of its rows."""
+    """A block's partial aggregation (sorted by key), the keys of a few of its rows, and
+    its number of rows (one per group in the block)."""
     partial = _blocks.for_storage(_arrow_groupby.partial(block, key_columns, aggs))
-    return partial, _sort.sample_sorted(partial, _sort.SortKey.of(list(key_columns)), count)
+    samples = _sort.sample_sorted(partial, _sort.SortKey.of(list(key_columns)), count)
+    return partial, samples, _blocks.num_rows(partial)
 
 
 @ray.remote(num_returns=2)
@@ -82,6 +84,17 @@ def combine_partition(key_columns: tuple, aggs: tuple, num_parts: int, part: int
     boundaries = _boundaries(key, num_parts, samples)
     joined = _sort.partition_of(list(partials), key, boundaries, part)
     return finish(_arrow_groupby.combine(joined, key_columns, aggs), clock)
+
+
+COMBINE_ROWS_PER_PART = 250_000
+
+
+def combine_parts(partial_rows: list[int], num_blocks: int) -> int:
+    """How many output blocks a groupby without ``num_partitions`` combines into: one
+    per ``COMBINE_ROWS_PER_PART`` partial rows (the groups found per block, summed), at
+    most one per input block. Each combine task reads every partial, so few groups
+    (the usual aggregation) take one task instead of one per input block."""
+    return max(1, min(num_blocks, -(-sum(partial_rows) // COMBINE_ROWS_PER_PART)))
 
 
 def _bundles(pairs: list, metadata: list) -> list[RefBundle]:
@@ -161,12 +174,12 @@ class GroupbyAggregate:
             run = Sort(key, None, self.num_partitions, AggregateGroups(self.key_columns, self.aggs))
             return run(inputs, context)
         start = time.perf_counter()
-        num_parts = self.num_partitions or len(live)
         pairs = [
             partial_aggregate.remote(b.block_ref, self.key_columns, self.aggs, SORT_SAMPLES_PER_BLOCK)
             for b in live
         ]
         partials, samples = [p[0] for p in pairs], [p[1] for p in pairs]
+        num_parts = self.num_partitions or combine_parts(ray.get([p[2] for p in pairs]), len(live))
         outputs = [
             combine_partition.remote(self.key_columns, self.aggs, num_parts, k, *partials, *samples)
             for k in range(num_parts)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import cloudpickle
 import numpy as np
 
 import ray
@@ -39,7 +40,27 @@ def finish(block, clock: _TaskClock, input_files: tuple = ()) -> tuple:
     return block, _blocks.metadata_of(block, input_files=input_files, exec_stats=clock.stats())
 
 
+class PrePickled:
+    """A transform pickled once by the driver: each task's arguments then carry its bytes
+    (cheap to serialize) instead of pickling the function again for every block; a
+    worker's unpickling of the arguments rebuilds the transform itself. Local mode does
+    not serialize arguments, so the tasks also accept the carrier (``loaded``)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def __reduce__(self):
+        return cloudpickle.loads, (self.data,)
+
+    @staticmethod
+    def loaded(transform):
+        return cloudpickle.loads(transform.data) if type(transform) is PrePickled else transform
+
+
 def _apply(transform, source, index: int):
+    transform = PrePickled.loaded(transform)
     clock = _TaskClock()
     token = TASK_INDEX.set(index)
     try:
@@ -72,7 +93,7 @@ class TransformActor:
 
     @ray.method(num_returns=2)
     def apply(self, block, transform, index: int):
-        return _apply(transform.with_instance(self._instance), block, index)
+        return _apply(PrePickled.loaded(transform).with_instance(self._instance), block, index)
 
 
 @ray.remote
