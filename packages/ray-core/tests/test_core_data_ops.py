@@ -72,6 +72,21 @@ def test_sort_and_runs_on_row_list_blocks_match_pandas():
 _key_values = st.one_of(st.none(), st.integers(-3, 3))
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.one_of(
+        st.floats(allow_nan=False),  # infinities, subnormals, -0.0
+        st.sampled_from([0.0, -0.0, 1.0, 1.0 + 2**-52, 1.0 + 2**-51]),  # ties, low-bit neighbours
+    ), min_size=2, max_size=300),
+    descending=st.booleans(),
+)
+def test_float_sort_order_is_numpys_stable_argsort(values, descending):
+    keys = np.asarray(values, dtype=np.float64)
+    got = _sort._fast_order(keys, descending)
+    expected = np.argsort(-keys if descending else keys, kind="stable")
+    assert got.tolist() == expected.tolist()
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     rows=st.lists(st.tuples(_key_values, st.sampled_from(["a", "b", None])), max_size=25),
