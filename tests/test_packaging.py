@@ -484,14 +484,7 @@ def venvs(tmp_path_factory, wheels, wheelhouse, constraints):
     return Venvs(tmp_path_factory.mktemp("venvs"), wheels, wheelhouse, constraints)
 
 
-# ray-rllib and ray-sgd take about 30 s each (torch resolved into a fresh venv): extended.
-_EXTENDED_DISTS = {"ray-rllib", "ray-sgd"}
-
-
-@pytest.mark.parametrize("dist", [
-    pytest.param(d, marks=pytest.mark.extended) if d in _EXTENDED_DISTS else d
-    for d in [*PACKAGES, "ray-core[all]"]
-])
+@pytest.mark.parametrize("dist", list(PACKAGES) + ["ray-core[all]"])
 def test_package_installs_with_resolved_dependencies_and_runs(dist, venvs, tmp_path):
     base = dist.split("[")[0]
     module, siblings = PACKAGES[base]
