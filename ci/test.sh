@@ -9,9 +9,9 @@ ci/system_deps.sh
 export PYTHONHASHSEED=0 OMP_NUM_THREADS=1
 if [ "$#" -eq 0 ]; then
   # The default run: everything but image builds, GPU tests, the full RL learning
-  # bars and the extended end-to-end runs (those run from benchmarks/ or with
-  # `ci/test.sh -m learning` / `-m extended`).
-  set -- -m "not docker and not gpu and not (learning and slow) and not extended" --durations=30
+  # bars, the extended end-to-end runs and the 100-node scale test (those run from
+  # benchmarks/ or with `ci/test.sh -m learning` / `-m extended` / `-m scale`).
+  set -- -m "not docker and not gpu and not (learning and slow) and not extended and not scale" --durations=30
 fi
 .venv/bin/ruff check .
 .venv/bin/lint-imports                          # ray-core layers (pyproject.toml)

@@ -186,3 +186,59 @@ def test_a_new_head_marks_the_old_one_dead_at_once_and_waits_to_judge_the_rest(c
     assert _alive(gcs, "worker")  # a full timeout of its own first
     _beat_for(monitor, clock, 1)
     assert not _alive(gcs, "worker")
+
+
+class _CountingGcs(InMemoryGcs):
+    """Counts full reads of each hash (what costs O(nodes) at the GCS)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hgetalls: dict[str, int] = {}
+
+    def hgetall(self, key):
+        self.hgetalls[key] = self.hgetalls.get(key, 0) + 1
+        return super().hgetall(key)
+
+
+def test_beats_reread_the_node_and_load_tables_only_when_their_versions_move():
+    gcs, clock, raylet = _CountingGcs(), _Clock(), _Raylet()
+    _add_node(gcs, "head", clock.now, is_head=True)
+    gcs.incr(keys.NODES_VERSION)
+    gcs.incr(keys.NODE_LOADS_VERSION)
+    monitor = _monitor(gcs, clock, raylet, node_id="worker", is_head=False)
+    _add_node(gcs, "worker", clock.now)
+    _beat_for(monitor, clock, 3)
+    assert gcs.hgetalls[keys.NODES] == 1 and gcs.hgetalls[keys.NODE_LOADS] == 1
+    gcs.hset_obj(keys.NODES, "other", {"node_id": "other", "alive": True})
+    _beat_for(monitor, clock, 1)
+    assert "other" not in raylet.beats[-1][0]  # written, version not bumped yet
+    gcs.incr(keys.NODES_VERSION)
+    _beat_for(monitor, clock, 1)
+    assert "other" in raylet.beats[-1][0] and gcs.hgetalls[keys.NODES] == 2
+    gcs.hset_obj(keys.NODE_LOADS, "other", {"available": {"CPU": 1.0}})
+    gcs.incr(keys.NODE_LOADS_VERSION)
+    _beat_for(monitor, clock, 1)
+    assert raylet.beats[-1][1]["other"] == {"available": {"CPU": 1.0}}
+    assert gcs.hgetalls[keys.NODE_LOADS] == 2 and gcs.hgetalls[keys.NODES] == 2
+
+
+def test_beats_reread_the_tables_every_half_timeout_whatever_the_versions_say():
+    gcs, clock, raylet = _CountingGcs(), _Clock(), _Raylet()
+    _add_node(gcs, "head", clock.now, is_head=True)
+    gcs.incr(keys.NODES_VERSION)
+    gcs.incr(keys.NODE_LOADS_VERSION)
+    monitor = _monitor(gcs, clock, raylet, node_id="head")
+    _beat_for(monitor, clock, TIMEOUT_S)
+    assert gcs.hgetalls[keys.NODES] == 2 and gcs.hgetalls[keys.NODE_LOADS] == 2
+
+
+def test_tables_without_versions_are_read_every_beat_and_a_death_bumps_the_node_version(
+        cluster):
+    gcs, clock, raylet = cluster
+    monitor = _monitor(gcs, clock, raylet)
+    _add_node(gcs, "worker", clock.now)
+    _beat_for(monitor, clock, TIMEOUT_S)
+    assert monitor.nodes.reads == TIMEOUT_S  # nobody bumped: every beat reads
+    assert gcs.get(keys.NODES_VERSION) is None
+    _beat_for(monitor, clock, 1)
+    assert not _alive(gcs, "worker") and int(gcs.get(keys.NODES_VERSION)) == 1

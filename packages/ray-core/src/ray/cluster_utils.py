@@ -393,7 +393,10 @@ class Cluster:
         if ray.is_initialized():
             ray.shutdown()
         self.connected = False
-        for node in reversed(self.list_all_nodes()):
+        nodes = list(reversed(self.list_all_nodes()))
+        for node in nodes:  # all at once: 100 nodes stop in seconds, not minutes
+            node.procs.terminate()
+        for node in nodes:
             self.remove_node(node)
         if self._redis is not None:
             self._redis.kill_all()

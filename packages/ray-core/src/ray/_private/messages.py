@@ -539,6 +539,9 @@ class LeaseRequest:
     """An owner's request to its (or a spilled-to) raylet for a worker.
 
     ``spilled``: already sent on once, so it is granted or queued there, never re-spilled.
+    ``grant_or_reject``: spilled to a node that looked free; if it is busy now it answers
+    ``LeaseRejected`` instead of queueing (the owner asks its own raylet again), so a
+    stale view cannot park a request behind another lease (Ray's ``grant_or_reject``).
     ``strategy``: None or "SPREAD". ``runtime_env``: ``[env key, resolved env]`` for a
     worker dedicated to that env. ``retriable``: whether the owner would run the work
     again if the memory monitor killed it (a task's retries, an actor's restarts left;
@@ -546,12 +549,13 @@ class LeaseRequest:
     """
 
     __slots__ = ("shape", "job_id", "is_actor", "spilled", "owner", "detached", "strategy",
-                 "runtime_env", "retriable")
+                 "runtime_env", "retriable", "grant_or_reject")
 
     def __init__(self, shape: dict, job_id: bytes, *, is_actor: bool = False,
                  spilled: bool = False, owner: OwnerAddress | None = None,
                  detached: bool = False, strategy: str | None = None,
-                 runtime_env: list | None = None, retriable: bool | None = None):
+                 runtime_env: list | None = None, retriable: bool | None = None,
+                 grant_or_reject: bool = False):
         self.shape = shape
         self.job_id = job_id
         self.is_actor = is_actor
@@ -561,18 +565,20 @@ class LeaseRequest:
         self.strategy = strategy
         self.runtime_env = runtime_env
         self.retriable = retriable
+        self.grant_or_reject = grant_or_reject
 
     def to_wire(self) -> list:
         """The request's arguments (``call("request_lease", *request.to_wire())``)."""
         return [self.shape, self.job_id, self.is_actor, self.spilled,
                 None if self.owner is None else self.owner.to_wire(), self.detached,
-                self.strategy, self.runtime_env, self.retriable]
+                self.strategy, self.runtime_env, self.retriable, self.grant_or_reject]
 
     @classmethod
     def from_wire(cls, wire: Any) -> LeaseRequest:
-        fields = _expect_list(wire, "LeaseRequest", 5, 9)
+        fields = _expect_list(wire, "LeaseRequest", 5, 10)
         shape, job_id, is_actor, spilled, owner = fields[:5]
-        detached, strategy, runtime_env, retriable = (fields[5:] + [False, None, None, None])[:4]
+        detached, strategy, runtime_env, retriable, grant_or_reject = (
+            fields[5:] + [False, None, None, None, False])[:5]
         if retriable not in (None, True, False):
             raise MalformedMessage(f"LeaseRequest: retriable must be a bool, got {retriable!r:.50}")
         if not isinstance(shape, dict):
@@ -586,7 +592,7 @@ class LeaseRequest:
                    spilled=bool(spilled),
                    owner=None if owner is None else OwnerAddress.from_wire(owner),
                    detached=bool(detached), strategy=strategy, runtime_env=runtime_env,
-                   retriable=retriable)
+                   retriable=retriable, grant_or_reject=bool(grant_or_reject))
 
 
 class LeaseGranted:
@@ -608,16 +614,28 @@ class LeaseGranted:
 
 
 class LeaseSpillback:
-    """Ask this other raylet instead (it has, or can ever have, the resources)."""
+    """Ask this other raylet instead (it has, or can ever have, the resources).
+    ``grant_or_reject``: it looked free, so ask it with ``grant_or_reject`` set."""
 
-    __slots__ = ("raylet",)
+    __slots__ = ("raylet", "grant_or_reject")
     KIND = 1
 
-    def __init__(self, raylet: RayletAddress):
+    def __init__(self, raylet: RayletAddress, grant_or_reject: bool = False):
         self.raylet = raylet
+        self.grant_or_reject = grant_or_reject
 
     def to_wire(self) -> list:
-        return [self.KIND, self.raylet.to_wire()]
+        return [self.KIND, self.raylet.to_wire(), self.grant_or_reject]
+
+
+class LeaseRejected:
+    """A ``grant_or_reject`` request found this node busy: ask your own raylet again."""
+
+    __slots__ = ()
+    KIND = 3
+
+    def to_wire(self) -> list:
+        return [self.KIND, None]
 
 
 class LeaseFailed:
@@ -636,7 +654,7 @@ class LeaseFailed:
         return [self.KIND, self.reason, self.message]
 
 
-LeaseReply = LeaseGranted | LeaseSpillback | LeaseFailed
+LeaseReply = LeaseGranted | LeaseSpillback | LeaseFailed | LeaseRejected
 
 
 def lease_reply_from_wire(wire: Any) -> LeaseReply:
@@ -647,7 +665,10 @@ def lease_reply_from_wire(wire: Any) -> LeaseReply:
         return LeaseGranted(worker_id, OwnerAddress.from_wire(address), resource_ids or {},
                             node_id)
     if kind == LeaseSpillback.KIND:
-        return LeaseSpillback(RayletAddress.from_wire(fields[1]))
+        return LeaseSpillback(RayletAddress.from_wire(fields[1]),
+                              bool(fields[2]) if len(fields) > 2 else False)
+    if kind == LeaseRejected.KIND:
+        return LeaseRejected()
     if kind == LeaseFailed.KIND:
         return LeaseFailed(fields[1], fields[2])
     raise MalformedMessage(f"LeaseReply: unknown kind {kind!r}")
@@ -808,7 +829,8 @@ class StoreStats:
 __all__ = [
     "NUM_RETURNS_DYNAMIC", "NUM_RETURNS_STREAMING", "CancelTask", "GeneratorItem", "item_id",
     "ActorCreation", "ActorExited", "CreatePlacementGroup", "InPlasma", "Inline", "InlineArg",
-    "LeaseFailed", "LeaseGranted", "LeaseReply", "LeaseRequest", "LeaseSpillback",
+    "LeaseFailed", "LeaseGranted", "LeaseRejected", "LeaseReply", "LeaseRequest",
+    "LeaseSpillback",
     "MalformedMessage", "ObjectValue", "OwnerAddress", "PlacementGroupAccepted",
     "PlacementGroupCapture", "PlacementGroupRefused", "PlacementGroupReply", "RayletAddress",
     "RefArg", "ReturnObject", "StoreStats", "TaskArg", "TaskDone", "TaskKind", "TaskSpec",

@@ -7,6 +7,10 @@ JOBS = PREFIX + "jobs"  # hash job_id hex -> msgpack info
 NODES = PREFIX + "nodes"  # hash node_id hex -> msgpack info
 NODE_HEARTBEATS = PREFIX + "node_heartbeats"  # hash node_id hex -> unix time
 NODE_LOADS = PREFIX + "node_loads"  # hash node_id hex -> msgpack load report
+# Counters bumped after each change to the node table / to a load report's resources, so
+# raylets re-read those tables only when they moved (raylet/monitor.py).
+NODES_VERSION = PREFIX + "nodes_version"
+NODE_LOADS_VERSION = PREFIX + "node_loads_version"
 ACTORS = PREFIX + "actors"  # hash actor_id hex -> msgpack info
 CLUSTER_SECRET = PREFIX + "cluster_secret"
 PROFILE_EVENTS = PREFIX + "profile_events"  # list of msgpack event batches

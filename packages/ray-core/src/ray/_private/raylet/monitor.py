@@ -5,6 +5,14 @@ publishes its load, reads the node table and the load records, and hands them to
 raylet (``on_beat``: its views of the other nodes, placement groups). A raylet that
 finds its own node marked dead stops (fail-stop: everyone has failed over already).
 
+Reading both tables every beat costs the GCS O(nodes) per raylet per beat, O(nodes²)
+for the cluster, even when nothing changes. So each table has a version counter that
+its writers bump after a change (``ray:nodes_version``: a node joined, stopped or was
+marked dead; ``ray:node_loads_version``: a node's resources or demand moved), and a
+beat re-reads a table only when its counter moved, plus once every half timeout
+whatever it says (a writer that bumps nothing, a Redis restarted empty whose counter
+came back to the value we cached). An idle cluster's beats then cost O(1) each.
+
 The head also judges the others: a node whose last heartbeat is older than
 ``heartbeat_timeout_s`` is marked dead in the node table and announced on
 ``ray:ch:nodes``. It judges only after a full timeout of watching: after it took over
@@ -26,6 +34,38 @@ from collections.abc import Callable
 from ray._private.gcs import keys
 
 logger = logging.getLogger(__name__)
+
+
+class VersionedTable:
+    """A GCS hash as last read, read again only when its version counter moved (or
+    ``refresh_s`` after the last read). Writers bump the counter after writing, so a
+    read that sees the new version also sees the write."""
+
+    def __init__(self, table: str, version_key: str, refresh_s: float):
+        self._table = table
+        self._version_key = version_key
+        self._refresh_s = refresh_s
+        self._value: dict | None = None
+        self._version: bytes | None = None
+        self._read_at = 0.0
+        self.reads = 0  # full reads so far (tests, benchmarks)
+
+    def read(self, gcs, now: float) -> dict:
+        version = gcs.get(self._version_key)
+        if (self._value is None or version is None or version != self._version
+                or now - self._read_at >= self._refresh_s):
+            self._value = gcs.hgetall_obj(self._table)
+            self._version, self._read_at = version, now
+            self.reads += 1
+        return self._value
+
+    def invalidate(self) -> None:
+        self._value = None
+
+
+def bump_version(gcs, version_key: str) -> None:
+    """After writing a table that a :class:`VersionedTable` caches."""
+    gcs.incr(version_key)
 
 
 class NodeMonitor:
@@ -54,6 +94,8 @@ class NodeMonitor:
         self._gcs_down = False
         self._gcs_back_at = 0.0  # when the GCS answered again after an outage
         self._last_beat_at = clock()  # when our last heartbeat landed
+        self.nodes = VersionedTable(keys.NODES, keys.NODES_VERSION, timeout_s / 2)
+        self.loads = VersionedTable(keys.NODE_LOADS, keys.NODE_LOADS_VERSION, timeout_s / 2)
 
     async def run(self) -> None:
         """Beat every period until the raylet stops; a failed beat (the GCS is
@@ -77,6 +119,8 @@ class NodeMonitor:
             logger.warning("GCS reachable again")
             self._gcs_down = False
             self._gcs_back_at = now
+            self.nodes.invalidate()  # it may have come back empty
+            self.loads.invalidate()
         elif now - self._last_beat_at > self._timeout_s / 2:
             # Our own heartbeat was late by half a timeout without a failed call: the
             # Redis client retried through an outage that ended within one call, or this
@@ -84,10 +128,11 @@ class NodeMonitor:
             self._gcs_back_at = now
         self._last_beat_at = self._clock()
         self._publish_load(now)
-        nodes = self._gcs.hgetall_obj(keys.NODES)
-        loads = self._gcs.hgetall_obj(keys.NODE_LOADS)
+        nodes = self.nodes.read(self._gcs, now)
+        loads = self.loads.read(self._gcs, now)
         if self._node_id not in nodes:  # a Redis restarted without its append-only file
             self._register_node()
+            self.nodes.invalidate()
         elif not nodes[self._node_id].get("alive", True) and not self._is_stopping():
             self._declared_dead(now)
             return
@@ -141,4 +186,5 @@ class NodeMonitor:
         info["alive"] = False
         info["death_time"] = now
         self._gcs.hset_obj(keys.NODES, node_id, info)
+        bump_version(self._gcs, keys.NODES_VERSION)
         self._gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": node_id, "alive": False})

@@ -31,7 +31,7 @@ from ray._private.raylet.memory_monitor import (
     MemoryMonitor,
     MemoryReader,
 )
-from ray._private.raylet.monitor import NodeMonitor
+from ray._private.raylet.monitor import NodeMonitor, bump_version
 from ray._private.raylet.pg_manager import (
     NodeBundles,
     PlacementGroupManager,
@@ -44,6 +44,7 @@ from ray._private.raylet.scheduler import (
     Infeasible,
     LeaseRequest,
     LeaseScheduler,
+    Rejected,
     RemoteNode,
     Spillback,
 )
@@ -142,6 +143,9 @@ class NodeManager:
         self.tcp_port = None
         self.drivers: dict[object, bytes] = {}
         self._refresh_pending = False
+        self._raylet_addresses: dict[str, messages.RayletAddress] = {}  # live nodes
+        self._published_load: tuple | None = None  # what the last load record said
+        self._published_at = 0.0
         # runtime_env of pending/granted lease requests: request id -> [env key, env].
         self.lease_envs: dict[int, list] = {}
         self.env_setups: dict[str, asyncio.Future] = {}  # env key -> node-side setup
@@ -244,6 +248,8 @@ class NodeManager:
 
     def _register_node(self):
         self.gcs.hset_obj(keys.NODES, self.node_id, self._node_info())
+        bump_version(self.gcs, keys.NODES_VERSION)
+        self._published_load = None  # a GCS that lost the table lost our load too
         self.gcs.hset(keys.NODE_HEARTBEATS, self.node_id, str(time.time()).encode())
         self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": self.node_id, "alive": True})
 
@@ -360,7 +366,7 @@ class NodeManager:
             self.lease_envs[rid] = request.runtime_env
         req = LeaseRequest(rid, dict(shape), request.job_id, request.is_actor,
                            request.detached, request.spilled, request.strategy,
-                           request.retriable)
+                           request.retriable, request.grant_or_reject)
         deferred = Deferred()
         self.pending[rid] = (req, deferred, peer)
         decisions = self.scheduler.submit(req)
@@ -397,12 +403,25 @@ class NodeManager:
             elif isinstance(d, Spillback):
                 del self.pending[req.request_id]
                 self.lease_envs.pop(req.request_id, None)
-                node = self.gcs.hget_obj(keys.NODES, d.node_id) or {}
-                deferred.resolve(messages.LeaseSpillback(messages.RayletAddress(
-                    d.node_id, node.get("node_ip"), node.get("raylet_port"))).to_wire())
+                deferred.resolve(messages.LeaseSpillback(
+                    self._raylet_address(d.node_id), d.grant_or_reject).to_wire())
+            elif isinstance(d, Rejected):
+                del self.pending[req.request_id]
+                self.lease_envs.pop(req.request_id, None)
+                deferred.resolve(messages.LeaseRejected().to_wire())
             elif isinstance(d, Infeasible):
                 self._warn_infeasible(req, d.cluster_total)
         return self._assign_waiting() or freed
+
+    def _raylet_address(self, node_id: str) -> messages.RayletAddress:
+        """Where a spilled request goes: from the node table the last heartbeat read (a
+        node's address never changes), so a burst of spillbacks costs no GCS round trips."""
+        address = self._raylet_addresses.get(node_id)
+        if address is None:  # a node the views learnt of before the table did
+            node = self.gcs.hget_obj(keys.NODES, node_id) or {}
+            address = messages.RayletAddress(node_id, node.get("node_ip"),
+                                             node.get("raylet_port"))
+        return address
 
     def _warn_infeasible(self, req, total):
         if pg_of_shape(req.shape) is not None:
@@ -684,14 +703,24 @@ class NodeManager:
             self._finish_orphaned_jobs()
 
     def publish_load(self, now: float) -> None:
+        """Write this node's load record when its resources or demand changed (and bump
+        the loads' version, so the other raylets re-read them), else only every quarter
+        heartbeat timeout: its ``time`` and store statistics stay fresh for readers that
+        check them, and an idle cluster's beats read and write no O(nodes) table."""
+        resources = (self.resources.available_dict(), self.resources.total_dict(),
+                     self.scheduler.pending_demand() + (
+                         self.pg_manager.pending_bundles() if self.pg_manager else []))
+        changed = resources != self._published_load
+        if not changed and now - self._published_at < self.config.heartbeat_timeout_s / 4:
+            return
+        available, total, demand = resources
         self.gcs.hset_obj(keys.NODE_LOADS, self.node_id, {
-            "available": self.resources.available_dict(),
-            "total": self.resources.total_dict(),
-            "demand": self.scheduler.pending_demand() + (
-                self.pg_manager.pending_bundles() if self.pg_manager else []),
-            "time": now,
+            "available": available, "total": total, "demand": demand, "time": now,
             "store": self.store_stats().to_wire(),  # for `ray memory --stats-only`
         })
+        self._published_load, self._published_at = resources, now
+        if changed:
+            bump_version(self.gcs, keys.NODE_LOADS_VERSION)
 
     def store_stats(self) -> messages.StoreStats:
         spill = self.local_objects.stats
@@ -706,7 +735,11 @@ class NodeManager:
         remote = {}
         for node_id, info in nodes.items():
             if node_id == self.node_id or not info.get("alive", True):
+                self._raylet_addresses.pop(node_id, None)
                 continue
+            if node_id not in self._raylet_addresses:
+                self._raylet_addresses[node_id] = messages.RayletAddress(
+                    node_id, info.get("node_ip"), info.get("raylet_port"))
             load = loads.get(node_id)
             if load is None or now - load.get("time", 0) > self.config.heartbeat_timeout_s:
                 continue
@@ -723,12 +756,13 @@ class NodeManager:
 
         def refresh():
             self._refresh_pending = False
-            try:
-                nodes = self.gcs.hgetall_obj(keys.NODES)
-                loads = self.gcs.hgetall_obj(keys.NODE_LOADS)
+            try:  # what changed since the last beat, read now (a version moved)
+                now = time.time()
+                nodes = self.monitor.nodes.read(self.gcs, now)
+                loads = self.monitor.loads.read(self.gcs, now)
             except Exception:  # noqa: BLE001 - the heartbeat reports GCS trouble
                 return
-            views = self._remote_views(nodes, loads, time.time())
+            views = self._remote_views(nodes, loads, now)
             self._apply(self.scheduler.update_remote(views))
 
         self.loop.call_later(0.002, refresh)
@@ -825,6 +859,7 @@ class NodeManager:
         self._stopping = True
         try:
             self.gcs.hset_obj(keys.NODES, self.node_id, self._node_info(alive=False))
+            bump_version(self.gcs, keys.NODES_VERSION)
             self.gcs.publish_obj(keys.CHANNEL_NODES, {"node_id": self.node_id, "alive": False})
         except Exception:  # noqa: BLE001 - best effort at exit: the head times us out anyway
             pass

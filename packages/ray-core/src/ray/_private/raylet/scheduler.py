@@ -29,6 +29,10 @@ class LeaseRequest:
     strategy: str | None = None
     # Whether the owner would run it again if the memory monitor killed it (None: unsaid).
     retriable: bool | None = None
+    # Spilled here because this node looked free: if it is not now, reject it (the owner
+    # asks its own raylet again) rather than queue it behind a lease that may be held
+    # until the owner runs out of work (a stale view must not park requests).
+    grant_or_reject: bool = False
 
 
 @dataclasses.dataclass
@@ -41,6 +45,16 @@ class Grant:
 class Spillback:
     request: LeaseRequest
     node_id: str
+    # Chosen because our view shows it free now (not only able to fit it ever): the
+    # request goes there as grant_or_reject.
+    grant_or_reject: bool = False
+
+
+@dataclasses.dataclass
+class Rejected:
+    """A grant_or_reject request that this node cannot grant now."""
+
+    request: LeaseRequest
 
 
 @dataclasses.dataclass
@@ -49,7 +63,7 @@ class Infeasible:
     cluster_total: dict[str, float]
 
 
-Decision = Grant | Spillback | Infeasible
+Decision = Grant | Spillback | Rejected | Infeasible
 
 
 @dataclasses.dataclass
@@ -72,15 +86,17 @@ class LeaseScheduler:
             target = self._spread_target(req.shape)
             if target is not None:
                 self._reserve_remote(target, req.shape)
-                return [Spillback(req, target)]
+                return [Spillback(req, target, grant_or_reject=True)]
         alloc = self.resources.allocate(req.shape) if not self.queue_blocks(req) else None
         if alloc is not None:
             return [Grant(req, alloc)]
+        if req.grant_or_reject:
+            return [Rejected(req)]
         if not req.spilled:
             target = self._node_with_available(req.shape)
             if target is not None:
                 self._reserve_remote(target, req.shape)
-                return [Spillback(req, target)]
+                return [Spillback(req, target, grant_or_reject=True)]
         if self.resources.feasible(req.shape):
             self.queue.append(req)
             return []
@@ -120,10 +136,11 @@ class LeaseScheduler:
                 continue
             if not req.spilled:
                 target = self._node_with_available(req.shape)
+                now = target is not None
                 if target is None and not self.resources.feasible(req.shape):
                     target = self._node_feasible(req.shape)
                 if target is not None:
-                    decisions.append(Spillback(req, target))
+                    decisions.append(Spillback(req, target, grant_or_reject=now))
                     self._reserve_remote(target, req.shape)
                     continue
             remaining.append(req)

@@ -2,7 +2,8 @@
 
 One request goes to the raylet its strategy names (ours by default; a node-affinity
 target directly), follows ``LeaseSpillback`` replies to other raylets, goes back to
-the local raylet when a remote one vanishes (its node died), and ends in exactly one
+the local raylet when a remote one vanishes (its node died) or, asked because it looked
+free, turns out busy (``LeaseRejected``), and ends in exactly one
 call on its ``LeaseHandler``: ``lease_granted`` with a connected worker, or
 ``lease_failed`` with the error its owner should raise (or None while shutting down).
 An infeasible request is simply not answered until a node that fits joins.
@@ -18,6 +19,7 @@ from ray._private.gcs import keys
 from ray._private.messages import (
     LeaseFailed,
     LeaseGranted,
+    LeaseRejected,
     LeaseRequest,
     LeaseSpillback,
     MalformedMessage,
@@ -159,8 +161,9 @@ class _Attempt:
             return
         self._send(raylet, spilled)
 
-    def _send(self, raylet: RpcPeer, spilled: bool) -> None:
+    def _send(self, raylet: RpcPeer, spilled: bool, grant_or_reject: bool = False) -> None:
         self.request.spilled = spilled
+        self.request.grant_or_reject = grant_or_reject
         fut = raylet.call("request_lease", *self.request.to_wire())
         fut.add_done_callback(lambda f: self._on_reply(raylet, f))
 
@@ -195,7 +198,11 @@ class _Attempt:
                 logger.warning("cannot reach %s for a spillback: %s", reply.raylet, exc)
                 self._retry_soon()
                 return
-            self._send(other, spilled=True)
+            self._send(other, spilled=True, grant_or_reject=reply.grant_or_reject)
+        elif type(reply) is LeaseRejected:
+            # Spilled there on a view older than its last grant: our raylet (which counted
+            # that node as taken) places it again, or queues it.
+            self.start()
         elif isinstance(reply, LeaseFailed):
             self.handler.lease_failed(self._error(reply))
         elif isinstance(reply, LeaseGranted):
