@@ -235,6 +235,29 @@ def test_a_message_larger_than_the_read_buffer_arrives_whole(loop):
     echo.close()
 
 
+def test_a_close_right_behind_the_last_message_is_noticed(loop):
+    # The peer's last message and its end (FIN) arrive together while a handler runs:
+    # one edge-triggered event for both, and a short read that returns the message does
+    # not show the end yet; the loop must read on and notice it.
+    closed = threading.Event()
+    got: list[str] = []
+
+    def slow(peer):
+        got.append("slow")
+        time.sleep(0.3)  # the last message and the close arrive meanwhile
+
+    ours, theirs = socket.socketpair()
+    loop.add_connection(ours, lambda write: rpc.RpcPeer(
+        write, {"slow": slow, "last": lambda peer: got.append("last")},
+        on_close=lambda peer: closed.set()))
+    theirs.sendall(msgpack.packb([rpc.ONEWAY, "slow", []]))
+    time.sleep(0.1)
+    theirs.sendall(msgpack.packb([rpc.ONEWAY, "last", []]))
+    theirs.close()
+    assert closed.wait(5)
+    assert got == ["slow", "last"]
+
+
 def test_stop_releases_a_waiting_thread(loop):
     got: dict = {}
 

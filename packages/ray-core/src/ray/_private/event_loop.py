@@ -53,9 +53,10 @@ logger = logging.getLogger(__name__)
 
 _RECV_BYTES = 1 << 20
 _MAX_EVENTS = 256
-_IN = select.EPOLLIN | select.EPOLLET
+_IN = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLET
 _IN_OUT = _IN | select.EPOLLOUT
-_READABLE = select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR
+_READABLE = select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR
+_ENDED = select.EPOLLRDHUP | select.EPOLLHUP  # the peer closed: its end is queued
 _OUT = select.EPOLLOUT
 _INF = float("inf")
 # How long after a thread stopped borrowing the I/O thread leaves events to it.
@@ -282,11 +283,18 @@ class EventLoop:
                 except (OSError, ValueError):
                     pass
             if mask & _READABLE:
+                # A peer that closed: its end comes after its last bytes, and a short read
+                # of those does not show it (no later event would), so read until it does.
+                ended = 3 if mask & _ENDED else 0
                 while True:  # edge-triggered: drain (a full buffer may mean more)
                     obj.read_full = False
                     obj._on_readable()
-                    if not obj.read_full or obj.closed:
+                    if obj.closed:
                         break
+                    if not obj.read_full:
+                        if not ended:
+                            break
+                        ended -= 1
 
     def _pass_on(self, wake: _Wake) -> None:
         """This poller took the other poller's wake-up: hand it on if that one sleeps."""
