@@ -225,6 +225,30 @@ def test_exit_actor_in_async_actors_and_constructors(tmp_path):
     assert ray.get(NeedsLoop.remote().ping.remote()) == "pong"
 
 
+def test_exit_actor_in_a_constructor_lets_slow_atexit_handlers_finish(tmp_path):
+    # The owner learns of the exit from the creation reply, before the worker runs its
+    # atexit handlers: it must not kill a worker that is ending itself on purpose.
+    @ray.remote
+    class LeavesSlowly:
+        def __init__(self, path):
+            def goodbye():
+                time.sleep(1.0)
+                open(path, "w").close()
+
+            atexit.register(goodbye)
+            exit_actor()
+
+        def ping(self):
+            return "pong"
+
+    paths = [str(tmp_path / f"slow{i}") for i in range(2)]
+    actors = [LeavesSlowly.remote(path) for path in paths]
+    for actor in actors:
+        with pytest.raises(ActorDiedError, match=r"exit_actor\(\)"):
+            ray.get(actor.ping.remote(), timeout=30)
+    _wait_for(lambda: all(os.path.exists(path) for path in paths))
+
+
 def test_exit_actor_outside_an_actor_is_a_type_error():
     with pytest.raises(TypeError, match="non-actor worker"):
         exit_actor()

@@ -106,6 +106,8 @@ class _Owned:
         # __ray_terminate__, its handles went out of scope) or ray.kill.
         self.final_cause: str | None = None
         self.dead = False  # for good (killed, out of restarts, or failed)
+        # Its worker said it exits on purpose: it ends itself, after its atexit handlers.
+        self.exits_itself = False
         self.lease: Lease | None = None
         self.runtime_env: runtime_env.LeaseEnv | None = None  # dedicated workers
         self.pinned: list[bytes] = []
@@ -325,6 +327,10 @@ class ActorManager:
                 self._mark_dead(owned.actor_id, died.error_msg, init_failed=True)
             elif isinstance(err, RayActorError):  # it called exit_actor() in __init__
                 self._mark_dead(owned.actor_id, err.error_msg)
+                if owned.exits_itself:
+                    # Its worker ends itself once its atexit handlers ran (killing it now
+                    # would cut them short); its raylet frees the lease when it exits.
+                    return
             else:
                 self._mark_dead(owned.actor_id, dead_text(
                     owned.actor_id, f"its creation failed: {err}"))
@@ -683,6 +689,7 @@ class ActorManager:
         msg = ActorExited.from_wire(wire)
         owned = self.owned.get(msg.actor_id)
         if owned is not None:
+            owned.exits_itself = True
             self._set_final(owned, exit_message(msg.actor_id, msg.detail))
 
     def _h_kill_actor(self, peer: RpcPeer, actor_id: bytes) -> None:

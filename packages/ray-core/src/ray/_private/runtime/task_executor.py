@@ -353,6 +353,10 @@ class TaskExecutor:
                     return
         finally:
             self.exiting = True
+            if self.exit_requested:
+                # Before the results: the owner then knows this worker ends itself (and
+                # runs its atexit handlers) when a creation result says it exited.
+                self._tell_owner_exited()
             self._flush(pending)
             if self.exit_requested:
                 self._end_actor()
@@ -371,20 +375,9 @@ class TaskExecutor:
                 reply(peer, done)
         pending.clear()
 
-    def _end_actor(self) -> None:
-        """The actor exits on purpose: fail the calls it received but will not run, tell
-        its owner (no restart, and why), and run the process's atexit handlers (as a
-        Python process ending normally would; ray.kill does not run them)."""
+    def _tell_owner_exited(self) -> None:
+        """Tell the actor's owner it exits on purpose (no restart, and why)."""
         ctx = self.context
-        while True:
-            try:
-                item = self.queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is None or item is _EXIT:
-                continue
-            peer, specs = item
-            reply(peer, [self.fail_exited(spec) for spec in specs])
         if ctx.actor_id is not None and ctx.actor_owner is not None:
             exited = ActorExited(ctx.actor_id, self.exit_detail).to_wire()
             try:
@@ -397,6 +390,21 @@ class TaskExecutor:
                 # The owner is gone: nobody is left to restart this actor anyway.
                 logger.debug("could not tell the owner actor %s exited: %s",
                              ctx.actor_id.hex(), exc)
+
+    def _end_actor(self) -> None:
+        """The actor exits on purpose (its owner was told): fail the calls it received but
+        will not run, and run the process's atexit handlers (as a Python process ending
+        normally would; ray.kill does not run them)."""
+        ctx = self.context
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None or item is _EXIT:
+                continue
+            peer, specs = item
+            reply(peer, [self.fail_exited(spec) for spec in specs])
         try:
             atexit._run_exitfuncs()
         except Exception:  # noqa: BLE001 - the user's handlers: their errors are printed
