@@ -89,6 +89,18 @@ def test_limit_filters_and_bad_input_are_clear(cluster):
         ray.kill(actor)
 
 
+def test_workers_killed_just_before_a_listing_do_not_make_it_partial(cluster):
+    # A killed actor's worker may get the listing's request and exit before it answers.
+    for _ in range(3):
+        actors = [Counter.remote() for _ in range(3)]
+        ray.get([a.incr.remote() for a in actors])
+        for actor in actors:
+            ray.kill(actor)
+        started = time.monotonic()
+        assert any(w.worker_type == "DRIVER" for w in state.list_workers(timeout=20))
+        assert time.monotonic() - started < 10
+
+
 def test_workers_objects_jobs_and_placement_groups(cluster):
     held = ray.put(b"x" * 1000)
     for address in _both(cluster):

@@ -4,12 +4,17 @@ events dropped by a full buffer) and call sites (RAY_record_task_actor_creation_
 import os
 import signal
 import time
+import types
 
 import pytest
 
 import ray
+from ray._private import state as private_state
 from ray._private import task_events
-from ray._private.gcs import InMemoryGcs
+from ray._private.gcs import InMemoryGcs, keys
+from ray._private.messages import OwnerAddress
+from ray._private.runtime.context import TaskContext
+from ray._private.runtime.introspection import Introspection
 from ray.util import state
 from ray.util.state import RayStateApiException
 from ray.util.state._source import GcsStateSource
@@ -44,6 +49,57 @@ def test_dropped_task_events_are_counted_in_the_gcs_and_reported_as_missing_task
     assert len(result.result) == result.num_after_truncation == 3
     assert result.total == 3 + 3 and result.num_status_task_events_dropped == 3
     assert any("num_status_task_events_dropped" in w for w in result.warnings)
+
+
+class _CountsOneMore(InMemoryGcs):
+    """Pub/sub that counts one process more than answers: one that got the request and
+    then exited (``rounds=1``), or one alive that never answers (every round)."""
+
+    def __init__(self, rounds: int | None):
+        super().__init__()
+        self.rounds = rounds
+        self.requests = 0
+
+    def publish(self, channel, message):
+        reached = super().publish(channel, message)
+        if channel == keys.CHANNEL_INTROSPECT:
+            self.requests += 1
+            if self.rounds is None or self.requests <= self.rounds:
+                return reached + 1
+        return reached
+
+
+def _answering_process(gcs, worker_id: bytes) -> Introspection:
+    process = Introspection(
+        gcs=gcs, refs=None, objects=None, context=TaskContext(b"t" * 24),
+        job=types.SimpleNamespace(hex="01000000"),
+        address=OwnerAddress("127.0.0.1", 1, "", worker_id), node_id=b"n" * 28,
+        mode="worker", is_shutting_down=lambda: False)
+    process.install()
+    return process
+
+
+def test_a_process_that_exits_after_it_was_asked_does_not_make_the_answer_partial():
+    gcs = _CountsOneMore(rounds=1)  # it got the first request, then exited (ray.kill)
+    _answering_process(gcs, b"a" * 28)
+    started = time.monotonic()
+    reports, asked = private_state.introspect_counted(gcs, timeout_s=10)
+    assert time.monotonic() - started < 2  # asked again at once, not at the deadline
+    assert asked == len(reports) == 1 and reports[0]["worker_id"] == "61" * 28
+    assert set(reports[0]) >= {"pid", "mode", "running"} and "round" not in reports[0]
+    assert gcs.requests == 2  # the process that answered the first says only "still here"
+
+
+def test_a_process_alive_that_never_answers_is_missing_until_the_deadline():
+    gcs = _CountsOneMore(rounds=None)  # counted by every request, answers none
+    _answering_process(gcs, b"a" * 28)
+    started = time.monotonic()
+    reports, asked = private_state.introspect_counted(gcs, timeout_s=1.5)
+    assert 1.4 <= time.monotonic() - started < 3
+    assert len(reports) == 1 and asked == 2
+    result = GcsStateSource(gcs).list(StateResource.WORKERS, ListOptions(timeout=1))
+    assert "1 of 2 drivers and workers did not answer" in result.partial_failure_warning
+    assert len(result.result) == 1
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import time
 
 import msgpack
 
@@ -67,37 +68,78 @@ def actors_from_gcs(gcs) -> dict[str, dict]:
 def introspect(gcs, what=(), timeout_s: float = 1.0) -> list[dict]:
     """Ask every driver and worker for its live state; returns their replies.
 
-    Waits until as many replies arrived as there were subscribers when the
-    request went out, or ``timeout_s``.
+    Waits until every process subscribed when the request (or a repeat of it) went out
+    answered, or ``timeout_s``.
     """
     return introspect_counted(gcs, what, timeout_s)[0]
 
 
+# When a request that not everybody answered yet goes out again (seconds after the one
+# before; then every last one): see introspect_counted.
+_ASK_AGAIN_AFTER_S = (0.2, 0.5, 1.0, 2.0)
+
+
 def introspect_counted(gcs, what=(), timeout_s: float = 1.0) -> tuple[list[dict], int]:
-    """``introspect``, and how many processes were asked (more than the replies when
-    some did not answer within ``timeout_s``)."""
+    """``introspect``, and how many processes it counts: those that answered and those
+    that are still there and did not (more than the replies when some did not answer
+    within ``timeout_s``).
+
+    Pub/sub counts the processes subscribed when a request goes out, including one about
+    to exit (a killed actor, a trimmed idle worker) that never answers. So a request not
+    everybody answered goes out again after a while (a round, counted afresh): a process
+    that answered already says only that it is still there, and the answer is complete
+    once every process a round reached answered it. A process that exited is in no later
+    round; one alive but not answering (busy, stopped) is in every round and stays
+    counted as missing until the deadline.
+    """
     request_id = secrets.token_hex(8)
     channel = keys.channel_introspect_reply(request_id)
-    replies: list[dict] = []
-    expected = [None]
+    lock = threading.Lock()
+    reports: dict = {}  # worker id -> its report (the first it sent)
+    heard: dict[int, set] = {}  # round -> the workers that answered it
+    asked: dict[int, int] = {}  # round -> how many processes it reached
     done = threading.Event()
 
-    def on_reply(_channel, msg):
-        replies.append(msg)
-        if expected[0] is not None and len(replies) >= expected[0]:
-            done.set()
+    def complete() -> bool:
+        return any(len(heard.get(r, ())) >= n for r, n in asked.items())
 
+    def on_reply(_channel, msg):
+        if not isinstance(msg, dict):
+            return
+        report = dict(msg)
+        round_ = report.pop("round", 0)
+        again = report.pop("again", False)
+        worker = report.get("worker_id")
+        with lock:
+            if not again:
+                reports.setdefault(worker, report)
+            heard.setdefault(round_, set()).add(worker)
+            if complete():
+                done.set()
+
+    deadline = time.monotonic() + timeout_s
     gcs.subscribe_obj(channel, on_reply, confirm=True)  # live before the request goes out
     try:
-        subscribers = gcs.publish_obj(keys.CHANNEL_INTROSPECT,
-                                      {"id": request_id, "what": list(what)})
-        expected[0] = subscribers
-        if len(replies) >= subscribers:
-            done.set()
-        done.wait(timeout_s)
+        round_ = 0
+        while True:
+            reached = gcs.publish_obj(keys.CHANNEL_INTROSPECT,
+                                      {"id": request_id, "what": list(what), "round": round_})
+            with lock:
+                asked[round_] = reached
+                if complete():
+                    done.set()
+            pause = _ASK_AGAIN_AFTER_S[min(round_, len(_ASK_AGAIN_AFTER_S) - 1)]
+            if done.wait(max(0.0, min(pause, deadline - time.monotonic()))) \
+                    or time.monotonic() >= deadline:
+                break
+            round_ += 1
     finally:
         gcs.unsubscribe(channel)
-    return list(replies), subscribers
+    with lock:
+        # Who did not answer: the fewest any round missed (one who exited is missing only
+        # from the rounds that reached it before it went).
+        missing = min(max(0, n - len(heard.get(r, ()))) for r, n in asked.items())
+        return list(reports.values()), len(reports) + missing
 
 
 def memory_table(gcs, timeout_s: float = 1.0) -> list[dict]:

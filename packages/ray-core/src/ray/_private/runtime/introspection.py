@@ -5,13 +5,17 @@
 connection) replies on ``ray:ch:introspect_reply:<id>`` with what it runs now
 and, when asked for ``"refs"``, its reference table: each object id it knows,
 why it is alive, how big it is, where it lives and who owns it. Nothing is
-published unless somebody asks, so this costs nothing while nobody looks.
+published unless somebody asks, so this costs nothing while nobody looks. The asker
+sends a request that not everybody answered again (``"round"`` counts the tries, and
+each reply carries its round); a process that answered it already replies only
+``{"worker_id", "again": True}`` (see ``state.introspect_counted``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 
 from ray._private.gcs import keys
@@ -24,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 # Bounds one reply (a driver may hold millions of refs): the rest are counted.
 MAX_REFS_REPORTED = 10_000
+_ANSWERED_REMEMBERED = 64
 
 
 class Introspection:
@@ -39,6 +44,9 @@ class Introspection:
         self._node_id = node_id
         self._mode = mode
         self._is_shutting_down = is_shutting_down
+        # Requests answered lately (oldest first), to answer a repeat of one briefly.
+        self._answered: dict[str, None] = {}
+        self._answered_lock = threading.Lock()
 
     def install(self) -> None:
         self._gcs.subscribe_obj(keys.CHANNEL_INTROSPECT, self._answer)
@@ -46,11 +54,23 @@ class Introspection:
     def _answer(self, _channel, msg) -> None:
         if self._is_shutting_down() or not isinstance(msg, dict) or "id" not in msg:
             return
+        request_id = str(msg["id"])
         try:
-            report = self.snapshot(want=msg.get("what") or ())
-            self._gcs.publish_obj(keys.channel_introspect_reply(str(msg["id"])), report)
+            if request_id in self._answered:
+                # The request again (not everybody answered it): say only that this
+                # process is still here, its report went out already.
+                report = {"worker_id": self._address.worker_id.hex(), "again": True}
+            else:
+                report = self.snapshot(want=msg.get("what") or ())
+            report["round"] = msg.get("round", 0)
+            self._gcs.publish_obj(keys.channel_introspect_reply(request_id), report)
         except Exception:  # noqa: BLE001 - the asker times out; this process carries on
             logger.debug("introspection reply failed", exc_info=True)
+            return
+        with self._answered_lock:
+            self._answered[request_id] = None
+            while len(self._answered) > _ANSWERED_REMEMBERED:
+                del self._answered[next(iter(self._answered))]
 
     def snapshot(self, want=()) -> dict:
         ctx = self._context
