@@ -2,6 +2,8 @@
 over many one-CPU nodes, and ``grant_or_reject`` (a request spilled to a node that only
 looked free is rejected there, not parked behind another lease)."""
 
+import random
+
 from ray._private.messages import (
     LeaseRejected,
     LeaseSpillback,
@@ -86,3 +88,20 @@ def test_grant_or_reject_travels_on_the_wire_and_old_requests_still_parse():
     old = lease_reply_from_wire([LeaseSpillback.KIND, ["ab", "127.0.0.1", 1]])
     assert isinstance(old, LeaseSpillback) and not old.grant_or_reject
     assert isinstance(lease_reply_from_wire(LeaseRejected().to_wire()), LeaseRejected)
+
+
+def test_ties_between_equally_free_nodes_are_broken_at_random_not_in_table_order():
+    firsts = set()
+    for seed in range(20):
+        sched = LeaseScheduler(NodeResources({"CPU": 0}), rng=random.Random(seed))
+        sched.update_remote(_cluster(50))
+        [spill] = sched.submit(_request(1))
+        firsts.add(spill.node_id)
+    assert len(firsts) > 5  # not always node-000
+
+
+def test_the_node_with_most_cpus_free_still_wins_over_a_tie_break():
+    sched = LeaseScheduler(NodeResources({"CPU": 0}), rng=random.Random(0))
+    sched.update_remote({**_cluster(10), "big": RemoteNode({"CPU": 4.0}, {"CPU": 4.0})})
+    [spill] = sched.submit(_request(1))
+    assert spill.node_id == "big"

@@ -9,6 +9,7 @@ queued: a node that fits may still join, e.g. through the autoscaler).
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Hashable
 
 from ray._private.raylet.placement import group_of
@@ -73,8 +74,11 @@ class RemoteNode:
 
 
 class LeaseScheduler:
-    def __init__(self, resources: NodeResources):
+    def __init__(self, resources: NodeResources, rng: random.Random | None = None):
         self.resources = resources
+        # Breaks ties between equally free nodes: in dict order, every burst (and every
+        # raylet) would try the same first nodes and the last ones would see no work.
+        self._rng = rng or random.Random()
         self.queue: list[LeaseRequest] = []
         self.remote: dict[str, RemoteNode] = {}
         self._warned: set = set()
@@ -169,13 +173,20 @@ class LeaseScheduler:
         return nodes[self._spread_turn % len(nodes)] or None
 
     def _node_with_available(self, shape) -> str | None:
-        best, best_score = None, None
+        """The node with the most CPUs free among those with room for ``shape`` now (a
+        random one of them on a tie)."""
+        best: list[str] = []
+        best_score = None
         for node_id, node in self.remote.items():
             if all(node.available.get(k, 0) >= v - 1e-9 for k, v in shape.items()):
                 score = node.available.get("CPU", 0)
                 if best_score is None or score > best_score:
-                    best, best_score = node_id, score
-        return best
+                    best, best_score = [node_id], score
+                elif score == best_score:
+                    best.append(node_id)
+        if not best:
+            return None
+        return best[0] if len(best) == 1 else self._rng.choice(best)
 
     def _node_feasible(self, shape) -> str | None:
         for node_id, node in self.remote.items():
