@@ -4,6 +4,7 @@ after a GCS outage, a late beat or a head takeover, and a node that finds itself
 No processes (the multi-node suites run the same code in real raylets)."""
 
 import asyncio
+import logging
 
 import pytest
 
@@ -12,6 +13,22 @@ from ray._private.raylet.monitor import NodeMonitor
 from ray.exceptions import GcsUnavailableError
 
 TIMEOUT_S = 10.0
+
+
+@pytest.fixture
+def monitor_log(caplog):
+    """caplog for the monitor's logger itself: once ``ray`` is imported its logger does
+    not propagate to the root (as in Ray), where caplog listens by default."""
+    logger = logging.getLogger("ray._private.raylet.monitor")
+    propagate = logger.propagate
+    logger.addHandler(caplog.handler)
+    logger.propagate = False  # (each record once, whether or not "ray" propagates)
+    caplog.set_level(logging.INFO, logger=logger.name)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
+        logger.propagate = propagate
 
 
 class _Clock:
@@ -120,7 +137,7 @@ def test_other_nodes_only_beat_they_never_judge(cluster):
     assert float(gcs.hget(keys.NODE_HEARTBEATS, "worker")) == clock.now
 
 
-def test_after_a_gcs_outage_the_head_waits_a_full_timeout_before_judging(cluster, caplog):
+def test_after_a_gcs_outage_the_head_waits_a_full_timeout_before_judging(cluster, monitor_log):
     gcs, clock, raylet = cluster
     monitor = _monitor(gcs, clock, raylet, is_stopping=raylet.stopping)
     _add_node(gcs, "worker", clock.now)
@@ -128,11 +145,11 @@ def test_after_a_gcs_outage_the_head_waits_a_full_timeout_before_judging(cluster
     raylet.run_beats = 3
     clock.now += 2 * TIMEOUT_S  # the outage: nobody's heartbeat lands
     asyncio.run(monitor.run())
-    assert raylet.beats == [] and caplog.text.count("GCS unreachable") == 1
+    assert raylet.beats == [] and monitor_log.text.count("GCS unreachable") == 1
     gcs.down = False
     raylet.run_beats = 1
     asyncio.run(monitor.run())  # the GCS answers again: the grace starts now
-    assert "GCS reachable again" in caplog.text and _alive(gcs, "worker")
+    assert "GCS reachable again" in monitor_log.text and _alive(gcs, "worker")
     _beat_for(monitor, clock, TIMEOUT_S)
     assert _alive(gcs, "worker")  # within the grace
     _beat_for(monitor, clock, 1)
@@ -153,7 +170,7 @@ def test_a_late_beat_of_our_own_gives_everyone_grace_again(cluster):
     assert not _alive(gcs, "worker")
 
 
-def test_a_node_that_finds_itself_marked_dead_stops_without_using_the_view(cluster, caplog):
+def test_a_node_that_finds_itself_marked_dead_stops_without_using_the_view(cluster, monitor_log):
     gcs, clock, raylet = cluster
     _add_node(gcs, "worker", clock.now, alive=False)
     info = gcs.hget_obj(keys.NODES, "worker")
@@ -161,8 +178,8 @@ def test_a_node_that_finds_itself_marked_dead_stops_without_using_the_view(clust
     monitor = _monitor(gcs, clock, raylet, node_id="worker", is_head=False)
     monitor.beat()
     assert raylet.stopped and raylet.beats == []
-    assert "marked this node (worker) dead" in caplog.text
-    assert "ray start --address=127.0.0.1:6379" in caplog.text
+    assert "marked this node (worker) dead" in monitor_log.text
+    assert "ray start --address=127.0.0.1:6379" in monitor_log.text
 
 
 def test_a_node_missing_from_the_table_registers_again(cluster):
