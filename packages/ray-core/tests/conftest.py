@@ -1,7 +1,9 @@
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -75,3 +77,49 @@ def ray_start_head(tmp_path_factory):
     for temp_dir in temp_dirs:
         subprocess.run(RAY_CLI + ["stop", "--temp-dir", temp_dir], capture_output=True,
                        timeout=60)
+
+
+def cut_every_pubsub_connection(gcs_address: str) -> None:
+    """CLIENT KILL every pub/sub connection of the GCS's Redis (a cut network)."""
+    import redis
+
+    from ray._private import auth
+
+    host, _, port = gcs_address.rpartition(":")
+    killer = redis.Redis(host=host, port=int(port),
+                         password=auth.resolve_secret(gcs_address, None))
+    try:
+        killer.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    finally:
+        killer.close()
+
+
+@pytest.fixture
+def deaf_subscriptions():
+    """``with deaf_subscriptions(gcs, cut=None):`` nothing published inside the block
+    reaches ``gcs``'s subscribers, as when a change is published while their pub/sub
+    connection reconnects after a Redis restart. The client's listener thread is held
+    in a callback, then ``cut()`` runs (default: CLIENT KILL of every pub/sub
+    connection; or e.g. a Redis restart); leaving the block releases the listener,
+    which reconnects and re-subscribes on its own."""
+
+    @contextlib.contextmanager
+    def deaf(gcs, cut=None):
+        channel = "test:hold:" + os.urandom(4).hex()
+        held, release = threading.Event(), threading.Event()
+
+        def hold(_channel, _data):
+            held.set()
+            release.wait(60)
+
+        # (Left subscribed afterwards: once released, the hold returns at once.)
+        gcs.subscribe(channel, hold, confirm=True)
+        try:
+            gcs.publish(channel, b"hold")
+            assert held.wait(10), "the GCS listener thread never took the hold message"
+            (cut or (lambda: cut_every_pubsub_connection(gcs.address)))()
+            yield
+        finally:
+            release.set()
+
+    return deaf

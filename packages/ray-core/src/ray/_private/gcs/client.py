@@ -19,6 +19,7 @@ from ray.exceptions import AuthenticationError, GcsUnavailableError, RayConnecti
 logger = logging.getLogger(__name__)
 
 Subscriber = Callable[[str, bytes], None]
+Resync = Callable[[], None]
 
 
 def _pack(obj) -> bytes:
@@ -78,7 +79,19 @@ class GcsClient(abc.ABC):
         """Send to every subscriber; returns how many subscribers received it."""
 
     @abc.abstractmethod
-    def subscribe(self, channel: str, callback: Subscriber, confirm: bool = False) -> None: ...
+    def subscribe(self, channel: str, callback: Subscriber, confirm: bool = False, *,
+                  on_resync: Resync | None = None) -> None:
+        """Deliver ``channel``'s messages to ``callback`` (one callback per channel).
+
+        ``confirm=True``: return only once the subscription is live, so that a table
+        read made next cannot miss a change published after it ("subscribe, then read").
+
+        ``on_resync``: messages published while the subscription is down are lost (the
+        pub/sub connection dropped: a Redis restart, a cut network). After each
+        reconnect, once the channel is live again, ``on_resync()`` runs on the thread
+        that delivers messages, before any message of the new connection: a subscriber
+        that follows a table re-reads its entries there, as it did after subscribing.
+        """
 
     @abc.abstractmethod
     def unsubscribe(self, channel: str) -> None: ...
@@ -112,12 +125,9 @@ class GcsClient(abc.ABC):
         return self.publish(channel, _pack(obj))
 
     def subscribe_obj(self, channel: str, callback: Callable[[str, object], None],
-                      confirm: bool = False) -> None:
-        self.subscribe(channel, lambda ch, data: callback(ch, _unpack(data)), confirm=confirm)
-
-
-# Published by a subscriber to check its own subscription is live; dropped by everyone.
-_SUBSCRIBED_SENTINEL = b"\x00ray:subscription-check"
+                      confirm: bool = False, *, on_resync: Resync | None = None) -> None:
+        self.subscribe(channel, lambda ch, data: callback(ch, _unpack(data)), confirm=confirm,
+                       on_resync=on_resync)
 
 
 class RedisGcs(GcsClient):
@@ -159,11 +169,9 @@ class RedisGcs(GcsClient):
                         "head node running (ray start --head) and is the address right?"
                     ) from None
                 time.sleep(0.05)
-        self._pubsub = None
-        self._pubsub_thread = None
-        self._callbacks: dict[str, Subscriber] = {}
-        self._confirm: dict[str, threading.Event] = {}
-        self._lock = threading.Lock()
+        from ray._private.gcs.pubsub import RedisSubscriptions
+
+        self._subscriptions = RedisSubscriptions(self._redis)
         self._shards = None  # loaded on first use
         self._timeout_s = timeout_s
 
@@ -262,88 +270,14 @@ class RedisGcs(GcsClient):
     def publish(self, channel, message):
         return int(self._redis.publish(channel, message))
 
-    def subscribe(self, channel, callback, confirm: bool = False):
-        """Deliver ``channel``'s messages to ``callback``.
-
-        ``confirm=True``: return only once the subscription is live. SUBSCRIBE goes out on the pub/sub connection and is acknowledged there
-        asynchronously, so a table read right after it (on the other connection)
-        could miss an update published in between ("read, then wait for news" would
-        wait forever). We publish a sentinel on the channel until it comes back to us.
-        """
-        confirmed = threading.Event()
-        with self._lock:
-            self._callbacks[channel] = callback
-            self._confirm[channel] = confirmed
-            if self._pubsub is None:
-                self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-                self._pubsub.subscribe(**{channel: self._on_message})
-                self._pubsub_thread = self._pubsub.run_in_thread(
-                    sleep_time=0.05, daemon=True, exception_handler=self._on_pubsub_error
-                )
-            else:
-                self._pubsub.subscribe(**{channel: self._on_message})
-        if not confirm or threading.current_thread() is self._pubsub_thread:
-            self._confirm.pop(channel, None)  # (from a callback: nobody else could confirm)
-            return
-        deadline = time.monotonic() + 5.0
-        wait_s = 0.002
-        while time.monotonic() < deadline:
-            self._redis.publish(channel, _SUBSCRIBED_SENTINEL)
-            if confirmed.wait(wait_s):
-                return
-            wait_s = min(wait_s * 2, 0.2)
-        logger.warning("subscription to %s not confirmed within 5 s", channel)
-
-    def _on_message(self, message):
-        channel = message["channel"].decode()
-        if message["data"] == _SUBSCRIBED_SENTINEL:  # another subscriber's confirmation
-            confirmed = self._confirm.pop(channel, None)
-            if confirmed is not None:
-                confirmed.set()
-            return
-        callback = self._callbacks.get(channel)
-        if callback is not None:
-            try:
-                callback(channel, message["data"])
-            except Exception:
-                logger.exception("subscriber of %s failed", channel)
-
-    @staticmethod
-    def _on_pubsub_error(exc, pubsub, thread):
-        # Redis went away (restarted, or the network dropped). Keep the listener
-        # thread: its next read reconnects, and redis-py then re-subscribes every
-        # channel, so subscribers resume once the server is back (messages published
-        # meanwhile are lost; tables are the source of truth). close() stops it.
-        import redis
-
-        if not isinstance(exc, redis.ConnectionError | redis.TimeoutError | OSError):
-            logger.debug("GCS pub/sub stopped: %s", exc)
-            thread.stop()
-            return
-        logger.debug("GCS pub/sub lost its connection (%s); reconnecting", exc)
-        time.sleep(0.5)
+    def subscribe(self, channel, callback, confirm=False, *, on_resync=None):
+        self._subscriptions.subscribe(channel, callback, confirm=confirm, on_resync=on_resync)
 
     def unsubscribe(self, channel):
-        with self._lock:
-            self._callbacks.pop(channel, None)
-            if self._pubsub is not None:
-                self._pubsub.unsubscribe(channel)
+        self._subscriptions.unsubscribe(channel)
 
     def close(self):
-        with self._lock:
-            if self._pubsub_thread is not None:
-                self._pubsub_thread.stop()
-                try:
-                    self._pubsub_thread.join(timeout=1)
-                except RuntimeError:
-                    pass
-                self._pubsub_thread = None
-            if self._pubsub is not None:
-                try:
-                    self._pubsub.close()
-                except Exception:  # noqa: BLE001 - closing: the connection may be broken
-                    pass
-                self._pubsub = None
+        self._subscriptions.close()
         try:
             self._redis.close()
         except Exception:  # noqa: BLE001 - closing: the connection may be broken
@@ -460,8 +394,9 @@ class InMemoryGcs(GcsClient):
             cb(channel, message)
         return len(subscribers)
 
-    def subscribe(self, channel, callback, confirm=False):
-        self._subs[channel].append(callback)  # in-process: live at once
+    def subscribe(self, channel, callback, confirm=False, *, on_resync=None):
+        # In-process: live at once, and never down, so there is nothing to resync.
+        self._subs[channel].append(callback)
 
     def unsubscribe(self, channel):
         self._subs.pop(channel, None)
