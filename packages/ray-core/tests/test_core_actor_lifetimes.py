@@ -1,7 +1,8 @@
 """Actor lifetimes: ``JobConfig(default_actor_lifetime=)`` applies in the job's workers too,
 a non-detached actor ends with its owner (also when the owner is an actor that was
-SIGKILLed) while a detached one stays, and ``ray.cancel`` of async actor calls (queued
-or running) is final."""
+SIGKILLed) while a detached one stays, ``ray.cancel`` of async actor calls (queued
+or running) is final, and a caller whose GCS subscription was reconnecting when the
+actor became ALIVE or DEAD still finds out."""
 
 from __future__ import annotations
 
@@ -102,5 +103,62 @@ def test_cancelled_async_calls_never_run_and_are_not_retried():
         with pytest.raises(TaskCancelledError):
             ray.get(running, timeout=30)
         assert ray.get(sleeper.__ray_ready__.remote(), timeout=60)
+    finally:
+        ray.shutdown()
+
+
+@ray.remote
+class Gated:
+    """Its constructor returns (or raises) once the file ``gate`` exists."""
+
+    def __init__(self, gate, fail):
+        while not os.path.exists(gate):
+            time.sleep(0.02)
+        if fail:
+            raise ValueError("the constructor failed on purpose")
+
+    def ready(self):
+        return "ok"
+
+
+@ray.remote
+class GatedOwner:
+    def create(self, gate, fail):
+        self.gated = Gated.remote(gate, fail)
+        return self.gated  # not waited for: it is this actor's, the driver only calls it
+
+
+@pytest.mark.parametrize("outcome", ["ALIVE", "DEAD"])
+def test_a_caller_sees_an_actor_state_published_while_its_subscription_reconnected(
+        tmp_path, deaf_subscriptions, outcome):
+    """The driver calls an actor another process owns while its constructor runs, so the
+    call waits for the actor's state on its GCS channel. The actor becomes ALIVE (or its
+    constructor fails: DEAD) while the driver's pub/sub connection is cut, so that
+    message is lost; once the connection is back the driver reads the actor table
+    again and the call returns (or raises) promptly."""
+    from ray._private import runtime
+    from ray._private.gcs import keys
+
+    ray.init(num_cpus=2)
+    try:
+        gate = tmp_path / "gate"
+        owner = GatedOwner.remote()
+        gated = ray.get(owner.create.remote(str(gate), outcome == "DEAD"), timeout=60)
+        call = gated.ready.remote()  # the driver subscribes to the actor's channel here
+        gcs = runtime.current().gcs_client()
+        with deaf_subscriptions(gcs):
+            gate.touch()
+            deadline = time.monotonic() + 30
+            while (gcs.hget_obj(keys.ACTORS, gated._actor_id.hex()) or {}).get("state") \
+                    != outcome:
+                assert time.monotonic() < deadline, "the actor never became " + outcome
+                time.sleep(0.02)
+        released = time.monotonic()
+        if outcome == "ALIVE":
+            assert ray.get(call, timeout=15) == "ok"
+        else:
+            with pytest.raises(RayActorError, match="failed on purpose"):
+                ray.get(call, timeout=15)
+        assert time.monotonic() - released < 3
     finally:
         ray.shutdown()

@@ -123,6 +123,63 @@ def test_gcs_subscribers_resume_after_a_redis_restart(persistent_cluster):
         gcs.close()
 
 
+@ray.remote
+class Gated:
+    """Its constructor returns once the file ``gate`` exists."""
+
+    def __init__(self, gate):
+        while not os.path.exists(gate):
+            time.sleep(0.02)
+
+    def ready(self):
+        return "ok"
+
+
+@ray.remote
+class GatedOwner:
+    def create(self, gate):
+        self.gated = Gated.remote(gate)
+        return self.gated  # not waited for: it is this actor's, the driver only calls it
+
+
+def test_changes_published_before_the_driver_resubscribed_still_reach_its_waiters(
+        persistent_cluster, deaf_subscriptions, tmp_path):
+    """An actor owned by another process becomes ALIVE and a placement group is
+    created after Redis came back but before the driver's pub/sub connection did, so
+    both messages are lost; the driver reads the tables again once it re-subscribed,
+    and the call and ray.get(pg.ready()) return promptly."""
+    from ray._private import runtime
+    from ray._private.gcs import keys
+    from ray._private.runtime.placement_groups import CREATED, wait_state
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    cluster = persistent_cluster
+    ray.init(address=cluster.address)
+    gate = tmp_path / "gate"
+    owner = GatedOwner.remote()  # (kept: the gated actor lives as long as its owner)
+    gated = ray.get(owner.create.remote(str(gate)), timeout=60)
+    call = gated.ready.remote()  # the driver subscribes to the actor's channel here
+    holder = placement_group([{"other": 1}])
+    assert holder.wait(30)  # (the driver subscribes to the group channel here)
+    pg = placement_group([{"other": 1}])  # pending until the holder goes
+    ready = pg.ready()
+    gcs = runtime.current().gcs_client()
+
+    with deaf_subscriptions(gcs, cut=lambda: cluster.restart_redis(down_s=0.5)):
+        gate.touch()
+        remove_placement_group(holder)
+        deadline = time.monotonic() + 30
+        while gcs.hget_obj(keys.ACTORS, gated._actor_id.hex()).get("state") != "ALIVE":
+            assert time.monotonic() < deadline, "the actor never became ALIVE"
+            time.sleep(0.02)
+        assert wait_state(pg, CREATED, 30)
+    released = time.monotonic()
+
+    assert ray.get(call, timeout=15) == "ok"
+    assert ray.get(ready, timeout=15) == pg
+    assert time.monotonic() - released < 3
+
+
 def test_lost_object_is_rebuilt_after_a_redis_restart(persistent_cluster):
     """Rebuilding needs the node-death event on pub/sub: it must survive the restart."""
     import numpy as np

@@ -231,30 +231,43 @@ def test_node_affinity_on_one_node(cluster):
     assert spread == [here] * 3
 
 
-def test_wait_reads_the_table_when_the_state_channel_lost_the_change(cluster):
-    """A change published while the pub/sub connection reconnects (a Redis restart) is
-    lost; wait() still sees the group created, from the table. The channel is cut here by
-    dropping this process's subscription to it, and the group is created only after
-    wait() began (it waits for a CPU another group holds)."""
+@pytest.mark.parametrize("waiter", ["wait", "get_ready"])
+def test_waiters_see_a_creation_published_while_the_state_channel_was_cut(
+        cluster, deaf_subscriptions, waiter):
+    """A change published while this process's pub/sub connection is down (a Redis
+    restart, a cut connection) never arrives on the channel; once the connection is back
+    the table is read again, so wait() and ray.get(ready()) still return, promptly. The
+    group is created (it waits for a CPU another group holds) only after the waiter
+    began, while the channel is cut."""
     import threading
 
     from ray._private import runtime
-    from ray._private.gcs import keys
+    from ray._private.runtime.placement_groups import CREATED, wait_state
 
     holder = placement_group([{"CPU": 1}])
     assert holder.wait(10)  # (the client subscribes at its first wait)
+    pg = placement_group([{"CPU": 4}])
     gcs = runtime.current().gcs_client()
-    gcs.unsubscribe(keys.CHANNEL_PLACEMENT_GROUPS)
-    pg = None
+
+    released_at = []
+
+    def create_while_deaf():
+        time.sleep(0.5)  # the waiter below is waiting by now
+        with deaf_subscriptions(gcs):
+            remove_placement_group(holder)
+            assert wait_state(pg, CREATED, 10)
+        released_at.append(time.monotonic())
+
+    creator = threading.Thread(target=create_while_deaf)
+    creator.start()
     try:
-        pg = placement_group([{"CPU": 4}])
-        release = threading.Timer(1.5, remove_placement_group, (holder,))
-        release.start()
-        assert pg.wait(15)
-        release.join()
+        if waiter == "wait":
+            assert pg.wait(15)
+        else:
+            assert ray.get(pg.ready(), timeout=15) == pg
+        creator.join()
+        assert released_at and time.monotonic() - released_at[0] < 3
     finally:
-        client = runtime.current().placement_groups()
-        gcs.subscribe_obj(keys.CHANNEL_PLACEMENT_GROUPS, client._on_change, confirm=True)
-        if pg is not None:
-            remove_placement_group(pg)
-        _available_cpus(4)
+        creator.join()
+        remove_placement_group(pg)
+        assert _available_cpus(4)

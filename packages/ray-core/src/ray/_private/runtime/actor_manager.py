@@ -356,15 +356,22 @@ class ActorManager:
         if client.subscribed:
             return
         client.subscribed = True
-        # Confirmed live before the table read below, so no update can fall in between.
+
+        def read_table() -> None:
+            if client.state == DEAD:  # final: nothing to read (no GCS call per dead actor)
+                return
+            entry = self._table_get(client.actor_id)
+            if entry is not None:
+                self._on_table_update(client.actor_id, entry)
+
+        # Confirmed live before the table read below, so no update can fall in between;
+        # after a pub/sub reconnect (updates published meanwhile are lost) it is read again.
         self._gcs.subscribe_obj(
             keys.channel_actor(client.actor_id.hex()),
             lambda _ch, entry: self._on_table_update(client.actor_id, entry),
-            confirm=True,
+            confirm=True, on_resync=read_table,
         )
-        entry = self._table_get(client.actor_id)
-        if entry is not None:
-            self._on_table_update(client.actor_id, entry)
+        read_table()
 
     def _on_table_update(self, actor_id: bytes, entry: dict) -> None:
         client = self.clients.get(actor_id)

@@ -160,7 +160,8 @@ class CoreWorker(Runtime):
             gcs=gcs, refs=self.refs, objects=self.objects, context=self.context, job=self.job,
             address=self.address, node_id=self.node_id, mode=mode, is_shutting_down=is_down)
         self._register_handlers()
-        gcs.subscribe_obj(keys.CHANNEL_NODES, self._on_node_event)
+        gcs.subscribe_obj(keys.CHANNEL_NODES, self._on_node_event,
+                          on_resync=self._read_dead_nodes)
         self.introspection.install()
         self.loop.call_later(0.01, self._periodic_drain)
 
@@ -216,6 +217,13 @@ class CoreWorker(Runtime):
             return
         for task in self.ledger.lost_on_node(bytes.fromhex(msg["node_id"])):
             self.submitter.resubmit(task)
+
+    def _read_dead_nodes(self) -> None:
+        # After a pub/sub reconnect: a death announced meanwhile was lost, and the node
+        # table has it. Handling a death twice is harmless (nothing is left on the node).
+        for node_id, info in self.gcs.hgetall_obj(keys.NODES).items():
+            if not info.get("alive", True):
+                self._on_node_event(None, {"node_id": node_id, "alive": False})
 
     # -- references ------------------------------------------------------------------
     def add_local_ref(self, object_id: bytes, owner: OwnerAddress | None) -> None:

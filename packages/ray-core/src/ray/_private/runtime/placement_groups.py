@@ -3,7 +3,8 @@
 Requests go to the head raylet's ``PlacementGroupManager`` (``create_placement_group``,
 ``remove_placement_group``); state is read from the GCS table it keeps. ``ready()``
 is an object owned by this process, resolved when the group's state change to
-CREATED arrives on ``ray:ch:placement_groups`` (one subscription per process).
+CREATED arrives on ``ray:ch:placement_groups`` (one subscription per process), or
+when the table is read again after that subscription's connection reconnects.
 """
 
 from __future__ import annotations
@@ -82,22 +83,9 @@ class PlacementGroup:
         return _client().ready_ref(self)
 
     def wait(self, timeout_seconds: float | None = 30) -> bool:
-        """True once the group is created; False if it is not within the timeout.
-
-        The state channel resolves the wait; every second the table is read again too,
-        since a change published while the GCS's pub/sub connection was reconnecting
-        (a Redis restart) is lost, and the table is the source of truth."""
-        rt, client = runtime.current(), _client()
-        ref = self.ready()
-        deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
-        while True:
-            left = float("inf") if deadline is None else deadline - time.monotonic()
-            done, _ = rt.wait([ref], 1, max(0.0, min(1.0, left)))
-            if done:
-                return True
-            if left <= 1.0:
-                return False
-            client.recheck(self)
+        """True once the group is created; False if it is not within the timeout."""
+        done, _ = runtime.current().wait([self.ready()], 1, timeout_seconds)
+        return bool(done)
 
     def __reduce__(self):
         return (PlacementGroup, (self.id, self._bundles))
@@ -261,7 +249,7 @@ class PlacementGroupClient:
         with self._lock:
             if not self._subscribed:
                 self._gcs.subscribe_obj(keys.CHANNEL_PLACEMENT_GROUPS, self._on_change,
-                                        confirm=True)
+                                        confirm=True, on_resync=self._read_waited)
                 self._subscribed = True
         ref = self._objects.new_return_refs(self._job.ids.next_task_id(), 1)[0]
         with self._lock:
@@ -275,11 +263,15 @@ class PlacementGroupClient:
         self._on_change(None, record)
         return ref
 
-    def recheck(self, pg: PlacementGroup) -> None:
-        """Resolve ``pg``'s waiters from the table (for a change the channel lost)."""
-        record = self.record(pg.id.hex())
-        if record is not None:
-            self._on_change(None, record)
+    def _read_waited(self) -> None:
+        """Resolve waiters from the table: after a pub/sub reconnect, for the changes
+        published while the channel was down."""
+        with self._lock:
+            waited = list(self._waiting)
+        for pg_hex in waited:
+            record = self.record(pg_hex)
+            if record is not None:
+                self._on_change(None, record)
 
     def _on_change(self, _channel, msg: dict) -> None:
         state = msg.get("state")
