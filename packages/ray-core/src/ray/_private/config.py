@@ -51,6 +51,11 @@ class RayConfig:
     object_store_memory_fraction: float = 0.3
     object_store_memory_cap_bytes: int = 20 * 1024**3
     gcs_connect_timeout_s: float = 10.0
+    # Workers' glibc malloc: blocks up to this many bytes come from the heap, and up to
+    # the trim threshold of freed heap stays mapped for the next task (0: glibc's
+    # defaults); see ray._private.workers.malloc_tuning (page faults under a hypervisor).
+    worker_malloc_mmap_threshold_bytes: int = 32 * 1024**2
+    worker_malloc_trim_threshold_bytes: int = 128 * 1024**2
     profiling_enabled: bool = True
     max_profile_events_buffered: int = 100_000
     task_events_flush_period_s: float = 0.2

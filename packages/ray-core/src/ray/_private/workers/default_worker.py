@@ -38,6 +38,10 @@ def main(argv=None):
     from ray._private.runtime.core_worker import MODE_WORKER, CoreWorker
 
     config = build_config()
+    from ray._private.workers import malloc_tuning
+
+    malloc_tuning.keep_freed_memory(config.worker_malloc_mmap_threshold_bytes,
+                                    config.worker_malloc_trim_threshold_bytes)
     from ray._private import auth
 
     secret = args.redis_password or os.environ.get(auth.SECRET_ENV)
