@@ -45,9 +45,13 @@ def _live_loads(gcs, timeout_s: float):
         yield node_id, info, load if load and now - load.get("time", 0) <= timeout_s else None
 
 
-def cluster_resources(gcs, timeout_s: float = 30.0) -> dict[str, float]:
+def cluster_resources(gcs) -> dict[str, float]:
+    """What the live nodes have in all: one read of the node table (the load records
+    ``available_resources`` also reads do not change the totals)."""
     total: dict[str, float] = {}
-    for _node_id, info, _load in _live_loads(gcs, timeout_s):
+    for info in gcs.hgetall_obj(keys.NODES).values():
+        if not info.get("alive", True):
+            continue
         for k, v in info.get("resources", {}).items():
             total[k] = total.get(k, 0) + v
     return total

@@ -423,7 +423,7 @@ class CoreWorker(Runtime):
         return cluster_info.nodes(self.gcs)
 
     def cluster_resources(self) -> dict:
-        return cluster_info.cluster_resources(self.gcs, self.config.heartbeat_timeout_s)
+        return cluster_info.cluster_resources(self.gcs)
 
     def available_resources(self) -> dict:
         try:  # this node's own view is current; the others' come from their heartbeats
