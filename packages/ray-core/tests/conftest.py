@@ -123,3 +123,34 @@ def deaf_subscriptions():
             release.set()
 
     return deaf
+
+
+# -- TLS certificates (openssl) -------------------------------------------------------------
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def _make_ca(folder, name):
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2",
+             "-subj", f"/CN={name}", cwd=folder)
+
+
+def _make_cert(folder, ca, name):
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}",
+             cwd=folder)
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
+             "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", cwd=folder)
+    return (os.path.join(folder, f"{name}.crt"), os.path.join(folder, f"{name}.key"),
+            os.path.join(folder, f"{ca}.crt"))
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A cluster CA with a node certificate, and a rogue CA with its own: (cert, key, ca)."""
+    folder = str(tmp_path_factory.mktemp("tls"))
+    _make_ca(folder, "cluster-ca")
+    _make_ca(folder, "rogue-ca")
+    return {"node": _make_cert(folder, "cluster-ca", "node"),
+            "rogue": _make_cert(folder, "rogue-ca", "rogue")}

@@ -185,9 +185,10 @@ def test_the_raylets_asyncio_client_refuses_an_impostor(our_secret, impostor):
 
 def test_an_object_pull_refuses_an_impostor(our_secret, impostor):
     from ray._private.raylet import object_manager
+    from ray._private.raylet.transfer_wire import PullRequest
 
     with pytest.raises(AuthenticationError, match="could not prove"):
-        object_manager._open(impostor.address, b"\1" * 20)
+        object_manager._request(impostor.address, PullRequest(b"\1" * 20))
     deadline = time.monotonic() + 5
     while not impostor.received_after_welcome and time.monotonic() < deadline:
         time.sleep(0.05)

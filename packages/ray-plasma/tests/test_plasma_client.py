@@ -228,6 +228,25 @@ def test_in_process_api_shares_objects_with_clients(store, client):
     del buffer, view
 
 
+def test_an_objects_extent_in_the_arena_file_reads_back_with_pread(store, client):
+    object_id = plasma.ObjectID.from_random()
+    buffer = store.create_local(object_id, 6, b"meta")
+    buffer[:] = b"extent"
+    offset = store.local_offset(object_id)  # known before the seal (a transfer's target)
+    store.populate_range(offset, 6)  # a receiver's page tables, before it writes
+    store.seal_local(object_id)
+    offset_again, size, metadata = store.get_local_extent(object_id)  # pinned
+    assert (offset_again, size, metadata) == (offset, 6, b"meta")
+    assert os.pread(store.arena_fd, size, offset) == b"extent"
+    assert store.get_local_extent(plasma.ObjectID.from_random()) is None
+    with pytest.raises(KeyError, match="not in the store"):
+        store.local_offset(plasma.ObjectID.from_random())
+    store.release_local(object_id)  # the extent's pin
+    store.release_local(object_id)  # the creator's
+    wait_for(lambda: store.pinned_bytes == 0)
+    del buffer
+
+
 def test_client_is_thread_safe(client):
     errors = []
 

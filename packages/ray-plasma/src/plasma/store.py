@@ -285,6 +285,43 @@ class PlasmaStore:
         view = self._arena_view()[entry.offset : entry.offset + entry.data_size]
         return view.toreadonly(), entry.metadata
 
+    def get_local_extent(self, object_id) -> tuple[int, int, bytes] | None:
+        """Where a sealed object lies in the arena file: ``(offset, data size, metadata)``,
+        pinned until ``release_local`` (like ``get_local``). With ``arena_fd`` a sender
+        can hand the bytes to a socket with ``os.sendfile``, without mapping them."""
+        with self._lock:
+            entry = self._table.pin(as_key(object_id), LOCAL_CLIENT)
+        if entry is None:
+            return None
+        return entry.offset, entry.data_size, entry.metadata
+
+    def local_offset(self, object_id) -> int:
+        """The arena-file offset of an object created or sealed here (KeyError if none)."""
+        with self._lock:
+            entry = self._table.get(as_key(object_id))
+        if entry is None:
+            raise KeyError(f"object {as_key(object_id).hex()} is not in the store")
+        return entry.offset
+
+    def populate_range(self, offset: int, length: int) -> None:
+        """Populate this process's page tables for ``[offset, offset + length)`` of the
+        arena now (GIL released), unless the background pre-fault covered it: a writer
+        about to fill a large object there (a transfer receiving into it) then copies at
+        memory speed instead of taking a fault per page."""
+        prefaulter, mm = self._prefaulter, self._mm
+        if mm is None or length <= 0:
+            return
+        if prefaulter is not None and prefaulter.covers(offset + length):
+            return
+        arena.populate(arena.mapping_address(mm) + offset, length)
+
+    @property
+    def arena_fd(self) -> int:
+        """The arena file's descriptor (owned by the store: do not close it)."""
+        if self._fd < 0:
+            raise errors.StoreConnectionError("the store is stopped: its arena is closed")
+        return self._fd
+
     def _arena_view(self) -> memoryview:
         if self._mm is None:
             raise errors.StoreConnectionError("the store is stopped: its arena is unmapped")

@@ -32,6 +32,7 @@ from ray._private.raylet.memory_monitor import (
     MemoryReader,
 )
 from ray._private.raylet.monitor import NodeMonitor, bump_version
+from ray._private.raylet.object_manager import ObjectManager, transfer_trace
 from ray._private.raylet.pg_manager import (
     NodeBundles,
     PlacementGroupManager,
@@ -179,9 +180,11 @@ class NodeManager:
             family=socket.AF_INET, reuse_address=True,
         )
         self.tcp_port = self.tcp_server.sockets[0].getsockname()[1]
-        from ray._private.raylet.object_manager import TransferServer
-
-        self.transfer = TransferServer(self, self.node_ip, self.args.object_manager_port or 0)
+        self.transfer = ObjectManager(
+            store=self.store, local_objects=self.local_objects, gcs=self.gcs,
+            node_ip=self.node_ip, port=self.args.object_manager_port or 0,
+            trace=transfer_trace(self.gcs, self.node_id, self.node_ip,
+                                 self.config.profiling_enabled))
         self.pool.start_zygote(self.args.zygote)
         for _ in range(self.num_prestart):
             self.pool.start_worker()  # placeholders until the zygote is ready
@@ -672,18 +675,14 @@ class NodeManager:
             self.store.release_local(object_id)
 
     def h_pull_object(self, peer, object_id, node_id):
-        from ray._private.raylet.object_manager import pull
-
         deferred = Deferred()
-        self.loop.create_task(pull(self, object_id, node_id, deferred))
+        self.loop.create_task(self.transfer.pull(object_id, node_id, deferred))
         return deferred
 
     def h_pull_objects(self, peer, pairs):
-        """Several objects for one reader, as one bundle (``object_manager.pull_bundle``)."""
-        from ray._private.raylet.object_manager import pull_bundle
-
+        """Several objects for one reader, as one bundle (``ObjectManager.pull_bundle``)."""
         deferred = Deferred()
-        self.loop.create_task(pull_bundle(self, pairs, deferred))
+        self.loop.create_task(self.transfer.pull_bundle(pairs, deferred))
         return deferred
 
     # -- periodic -------------------------------------------------------------------
