@@ -8,6 +8,7 @@ objects moving across hosts, a host cut off from the network, `ray stop` everywh
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -182,3 +183,65 @@ def test_cut_link_marks_the_host_dead_and_work_moves_on(hosts):
     finally:
         hosts.run(2, "ip", "link", "set", "eth0", "up", check=False)
         _stop_cluster(hosts)
+
+
+@pytest.mark.parametrize("readers", [4, pytest.param(8, marks=pytest.mark.scale)])
+def test_a_broadcast_over_slow_links_goes_down_a_tree_of_relays(tmp_path, readers):
+    """Each host's uplink is shaped to 200 Mbit/s. ``readers`` hosts reading one 24 MB
+    object at once would take ``readers`` times one transfer if the holder sent every
+    copy; its pullers relay it on as it arrives, so the holder's link carries it FANOUT
+    (2) times."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    hosts = Hosts(readers + 1, tmp_path)
+    try:
+        _broadcast_over_shaped_links(hosts, readers)
+    finally:
+        hosts.cleanup()
+
+
+def _broadcast_over_shaped_links(hosts, readers):
+    n = readers + 1
+    for i in range(n):
+        hosts.run(i, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "200mbit",
+                  "burst", "256kb", "latency", "100ms")
+    hosts.run(0, "ray", "start", "--head", "--redis-port=6379", "--num-cpus=1",
+              "--object-store-memory=200000000", f"--temp-dir={hosts.temp_dir(1)}")
+    for i in range(1, n):
+        hosts.run(i, "ray", "start", f"--redis-address={hosts.ips[0]}:6379", "--num-cpus=1",
+                  "--object-store-memory=200000000", f"--temp-dir={hosts.temp_dir(i + 1)}",
+                  f'--resources={{"reader{i}": 1}}')
+    try:
+        out = hosts.python(0, f"""
+            import json, time, numpy as np, ray
+            ray.init(redis_address="{hosts.ips[0]}:6379")
+            while len([n for n in ray.nodes() if n["Alive"]]) < {n}:
+                time.sleep(0.2)
+
+            @ray.remote(num_cpus=0)
+            def touch(a):
+                return int(a[-1])
+
+            readers = [touch.options(resources={{f"reader{{i}}": 1}}) for i in range(1, {n})]
+            ray.get([r.remote(np.ones(1, np.uint8)) for r in readers])  # workers up
+            single, broadcast = [], []
+            for k in range(2):
+                ref = ray.put(np.full(24_000_000, k + 1, dtype=np.uint8))
+                start = time.perf_counter()
+                assert ray.get(readers[0].remote(ref)) == k + 1
+                single.append(time.perf_counter() - start)
+                ref = ray.put(np.full(24_000_000, k + 5, dtype=np.uint8))
+                start = time.perf_counter()
+                assert ray.get([r.remote(ref) for r in readers]) == [k + 5] * {readers}
+                broadcast.append(time.perf_counter() - start)
+            print(json.dumps({{"single_s": min(single), "broadcast_s": min(broadcast)}}))
+        """, timeout=300)
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        print(readers, "readers:", got)
+        # The holder's link alone: 24 MB at 25 MB/s is ~1 s per copy sent.
+        assert got["single_s"] > 0.8, got
+        assert got["broadcast_s"] < 3 * got["single_s"], got
+    finally:
+        for i in range(n):
+            hosts.run(i, "ray", "stop", f"--temp-dir={hosts.temp_dir(i + 1)}")
