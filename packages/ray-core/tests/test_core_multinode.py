@@ -267,3 +267,36 @@ def test_a_bundle_waits_for_room_that_another_reader_holds_for_a_while():
     finally:
         ray.shutdown()
         c.shutdown()
+
+
+def test_a_node_reading_a_stream_of_store_sized_objects_never_waits_for_room():
+    # Each object is 3/4 of the reader's store: the next fits only once the last copy is
+    # evictable. Readers (task arguments and ray.get) release the raylet's pins as soon
+    # as they hold the object themselves, so no transfer waits for a pin to time out.
+    size = 48_000_000
+    c = Cluster()
+    try:
+        c.add_node(num_cpus=1, object_store_memory=4 * size)
+        ray.init(address=c.address)
+        c.add_node(num_cpus=1, object_store_memory=int(size * 4 / 3), resources={"reader": 1})
+        c.wait_for_nodes()
+
+        @ray.remote(resources={"reader": 1})
+        def read(a):
+            return int(a[-1])
+
+        @ray.remote(resources={"reader": 1})
+        def get_inside(refs):
+            return int(ray.get(refs[0])[-1])
+
+        assert ray.get(read.remote(np.zeros(8, np.uint8))) == 0  # its worker is up
+        for k in range(1, 7):
+            ref = ray.put(np.full(size, k, dtype=np.uint8))
+            start = time.perf_counter()
+            assert ray.get((read if k % 2 else get_inside).remote(ref if k % 2 else [ref])) == k
+            took = time.perf_counter() - start
+            assert took < 0.8, f"read {k} took {took:.2f} s"  # a pin timing out: 1-2 s
+            del ref
+    finally:
+        ray.shutdown()
+        c.shutdown()

@@ -36,6 +36,7 @@ class _Node:
         self.node_id = hashlib.sha1(name.encode()).digest()[:16]
         self.store = store
         self.manager = manager
+        self.local_objects = manager.local_objects
 
 
 class _Cluster:
@@ -245,3 +246,23 @@ def test_under_tls_the_bytes_pass_through_the_encryption_and_relays_work(
     for reader in readers:
         assert cluster.read(reader, object_id) == (data, b"tls")
     assert ("127.0.0.1", holder.manager.port) in senders
+
+
+def test_a_pulled_copy_is_pinned_once_per_reader_until_each_has_read_it(cluster):
+    holder, reader = cluster.add_node("holder"), cluster.add_node("reader")
+    object_id = cluster.put(holder, b"p" * MIB)
+    cluster.fetch(reader, object_id, holder)
+    local = reader.local_objects
+
+    def on_loop(fn, *args):
+        async def call():
+            return fn(*args)
+        return cluster.run(call())
+
+    # Two readers asked for it: the first gets the transfer's own pin, the second one more.
+    assert on_loop(local.claim_pulled, object_id) and on_loop(local.claim_pulled, object_id)
+    on_loop(reader.manager.release_pulled, [object_id])
+    assert reader.store.pinned_bytes == MIB  # the second reader's pin
+    on_loop(reader.manager.release_pulled, [object_id, object_id])  # (one too many: ignored)
+    assert reader.store.pinned_bytes == 0  # an evictable secondary copy now
+    assert on_loop(local.claim_pulled, os.urandom(20)) is False  # not here

@@ -265,6 +265,7 @@ class NodeManager:
             "notify_blocked": self.h_notify_blocked,
             "notify_unblocked": self.h_notify_unblocked,
             "free_objects": self.h_free_objects,
+            "release_pulled": self.h_release_pulled,
             "pull_object": self.h_pull_object,
             "pull_objects": self.h_pull_objects,
             "read_object_chunk": self.h_read_object_chunk,
@@ -678,6 +679,10 @@ class NodeManager:
         deferred = Deferred()
         self.loop.create_task(self.transfer.pull(object_id, node_id, deferred))
         return deferred
+
+    def h_release_pulled(self, peer, object_ids):
+        """A reader read what ``pull_object(s)`` brought it (``ObjectManager.release_pulled``)."""
+        self.transfer.release_pulled(object_ids)
 
     def h_pull_objects(self, peer, pairs):
         """Several objects for one reader, as one bundle (``ObjectManager.pull_bundle``)."""

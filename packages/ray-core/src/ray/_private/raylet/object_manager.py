@@ -256,9 +256,12 @@ class ObjectManager:
         return await asyncio.shield(self._shared_transfer(object_id, node_id))
 
     async def pull(self, object_id: bytes, node_id: bytes, deferred) -> None:
-        """``fetch`` for an RPC: its outcome goes to ``deferred``."""
+        """``fetch`` for a reader's RPC: its outcome goes to ``deferred``. On success the
+        copy stays pinned here for the reader until it says it has read it
+        (``release_pulled``)."""
         try:
             await self.fetch(object_id, node_id)
+            self._claim([object_id])
             deferred.resolve(True)
         except Exception as exc:  # noqa: BLE001 - logged and handed to the requester
             logger.warning("pull of %s from %s failed: %s", object_id.hex(), node_id.hex()[:8],
@@ -278,6 +281,7 @@ class ObjectManager:
                     try:
                         await asyncio.gather(*(asyncio.shield(self._shared_transfer(oid, nid))
                                                for oid, nid in pairs))
+                        self._claim([oid for oid, _ in pairs])
                         break
                     except ObjectStoreFullError:
                         # The rest of the store is pinned by readers that hold their whole
@@ -290,6 +294,18 @@ class ObjectManager:
         except Exception as exc:  # noqa: BLE001 - logged and handed to the requester
             logger.warning("pull of %d objects failed: %s", len(pairs), exc)
             deferred.reject(exc)
+
+    def _claim(self, object_ids: list) -> None:
+        """Pin the fetched copies for their reader (``LocalObjectManager.claim_pulled``)."""
+        for object_id in object_ids:
+            if not self.local_objects.claim_pulled(object_id):
+                raise KeyError(f"object {object_id.hex()} was evicted before it was read")
+
+    def release_pulled(self, object_ids: list) -> None:
+        """A reader has read (pinned itself) what it pulled: the copies here it held
+        become evictable secondary copies."""
+        for object_id in object_ids:
+            self.local_objects.release_pulled(object_id)
 
     def _shared_transfer(self, object_id: bytes, node_id: bytes) -> asyncio.Future:
         """The transfer of ``object_id`` here (concurrent pulls of one object share it)."""
@@ -341,7 +357,7 @@ class ObjectManager:
         for _ in range(incoming.readers):  # relays still sending it hold it in memory
             store.get_local_extent(object_id)
         incoming.pins_owed = incoming.readers
-        self.local_objects.pulled(object_id)  # keeps the creator's pin for the requester
+        self.local_objects.pulled(object_id)  # the creator's pin, for a requester to claim
         if self.trace is not None:
             self.trace.record(object_id, sending.size, info, source, started)
         return source

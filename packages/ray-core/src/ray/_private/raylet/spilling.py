@@ -206,10 +206,12 @@ class LocalObjectManager(ExternalStore):
         self.primaries: collections.OrderedDict[bytes, int] = collections.OrderedDict()
         self.primary_bytes = 0
         self.secondary: set[bytes] = set()  # copies pulled from other nodes (evictable)
-        # Pulled copies still pinned for their requester, who reads them right after the
-        # pull: key -> when it arrived. Released (made evictable) once older than
-        # PULLED_PIN_GRACE_S, checked at the next seal or when room is needed, or freed.
-        self._pulled_pins: collections.OrderedDict[bytes, float] = collections.OrderedDict()
+        # Pulled copies still pinned for their requesters, who read them right after the
+        # pull and then say so (``release_pulled``): key -> [pins, of them not yet
+        # claimed by a requester, when the last came]. Pins older than PULLED_PIN_GRACE_S
+        # go (a requester that died never says), checked at the next seal or when room
+        # is needed; a free drops them all.
+        self._pulled_pins: collections.OrderedDict[bytes, list] = collections.OrderedDict()
         self.spilled: dict[bytes, SpilledCopy] = {}
         self._file_objects: dict[str, int] = {}  # spill file -> objects still in it
         self._spilling: dict[bytes, int] = {}  # being written: key -> size
@@ -264,9 +266,40 @@ class LocalObjectManager(ExternalStore):
             self._spill_over_threshold()
 
     def pulled(self, key: bytes) -> None:
-        """A copy pulled from another node was sealed here, pinned by the raylet (its
-        creator) so that it survives until the worker that asked for it reads it."""
-        self._pulled_pins[key] = time.monotonic()
+        """A copy pulled from another node was sealed here; the creator's pin (the
+        caller's) now waits to be claimed by a requester (``claim_pulled``)."""
+        self._add_pulled_pin(key, unclaimed=1)
+
+    def claim_pulled(self, key: bytes) -> bool:
+        """A requester's pin on the pulled copy of ``key``, held until it has read it
+        (``release_pulled``): the transfer's unclaimed pin, or a new one. False when
+        the copy is gone already."""
+        held = self._pulled_pins.get(key)
+        if held is not None and held[1] > 0:
+            held[1] -= 1
+            return True
+        if self.store.get_local_extent(key) is None:
+            return False
+        self._add_pulled_pin(key, unclaimed=0)
+        return True
+
+    def _add_pulled_pin(self, key: bytes, unclaimed: int) -> None:
+        held = self._pulled_pins.pop(key, None) or [0, 0, 0.0]
+        held[0] += 1
+        held[1] += unclaimed
+        held[2] = time.monotonic()
+        self._pulled_pins[key] = held  # (moved to the end: the newest)
+
+    def release_pulled(self, key: bytes) -> None:
+        """A requester read its pulled copy (pinned it itself): one pin less here, and
+        an evictable secondary copy once none is left."""
+        held = self._pulled_pins.get(key)
+        if held is None:  # released by the grace period, or freed, already
+            return
+        held[0] -= 1
+        if held[0] <= 0:
+            del self._pulled_pins[key]
+        self.store.release_local(key)
 
     def object_deleted(self, key: bytes) -> None:
         """The store freed ``key``'s memory: a later copy here may be a primary again
@@ -276,18 +309,20 @@ class LocalObjectManager(ExternalStore):
     def _release_pulled(self, older_than_s: float) -> None:
         now = time.monotonic()
         while self._pulled_pins:
-            key, arrived = next(iter(self._pulled_pins.items()))
+            key, (count, _, arrived) = next(iter(self._pulled_pins.items()))
             if now - arrived < older_than_s:
                 return
             del self._pulled_pins[key]
-            self.store.release_local(key)
+            for _ in range(count):
+                self.store.release_local(key)
 
     def free(self, keys: Iterable[bytes]) -> None:
         """The owner freed these objects: unpin, delete from memory and from disk."""
         for key in keys:
             if self._pop_primary(key) is not None:
                 self.store.release_local(key)
-            if self._pulled_pins.pop(key, None) is not None:
+            held = self._pulled_pins.pop(key, None)
+            for _ in range(held[0] if held is not None else 0):
                 self.store.release_local(key)
             self.secondary.discard(key)
             try:

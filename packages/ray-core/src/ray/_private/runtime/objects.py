@@ -376,7 +376,10 @@ class ObjectClient:
             raise ObjectLostError(first, f"{len(remote)} objects could not be fetched: "
                                          f"{exc}") from None
         ids = [oid for oid, _ in remote]
-        got = self._plasma.get_buffers(ids, timeout_ms=0, with_meta=True)
+        try:
+            got = self._plasma.get_buffers(ids, timeout_ms=0, with_meta=True)
+        finally:  # pinned here now: the raylet's pins for us can go
+            self._release_pulled(ids)
         return {oid: item for oid, item in zip(ids, got) if item is not None}
 
     def _value(self, object_id: bytes, together: _Together | None = None) -> Any:
@@ -393,7 +396,12 @@ class ObjectClient:
                 if held is not None:
                     return ser.deserialize(held[1], held[0])
             self._pull(object_id, entry.node_id)
-        got = self._plasma.get_buffers([object_id], timeout_ms=0, with_meta=True)[0]
+            try:
+                got = self._plasma.get_buffers([object_id], timeout_ms=0, with_meta=True)[0]
+            finally:  # pinned here now: the raylet's pin for us can go
+                self._release_pulled([object_id])
+        else:
+            got = self._plasma.get_buffers([object_id], timeout_ms=0, with_meta=True)[0]
         if got is None and entry.node_id == self._node_id:
             # Its creator on this node sealed it before telling us, but the seal travels
             # on the creator's own store connection and may not be handled yet.
@@ -403,6 +411,12 @@ class ObjectClient:
             raise ObjectLostError(object_id.hex(), "it is no longer in the object store")
         data, metadata = got
         return ser.deserialize(metadata, data)
+
+    def _release_pulled(self, object_ids: list[bytes]) -> None:
+        try:
+            self._peers.local_raylet().notify("release_pulled", object_ids)
+        except (RayConnectionError, OSError):  # the raylet is gone, its pins with it
+            logger.debug("could not release pulled copies of %d objects", len(object_ids))
 
     def _pull(self, object_id: bytes, node_id: bytes) -> None:
         try:
@@ -489,6 +503,8 @@ class ObjectClient:
                         "pull_object", oid, entry.node_id)
                 elif pulls[oid].done():
                     here.add(oid)
+                    if pulls[oid].exception() is None:  # an evictable copy here now
+                        self._release_pulled([oid])
             if len(here) >= need:
                 return here
             left = None if deadline is None else deadline - time.monotonic()

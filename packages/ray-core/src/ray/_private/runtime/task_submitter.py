@@ -209,12 +209,19 @@ class TaskSubmitter:
         except RayConnectionError:
             return False  # that node is going away: its worker's loss requeues the task
         held.staging += 1
-        pulled.add_done_callback(lambda f: self._args_staged(held, task, f))
+        pulled.add_done_callback(lambda f: self._args_staged(held, task, f, elsewhere))
         return True
 
-    def _args_staged(self, held: _TaskLease, task: PendingTask, pulled) -> None:
+    def _args_staged(self, held: _TaskLease, task: PendingTask, pulled, elsewhere) -> None:
         error = pulled.exception()
-        if error is not None:
+        if error is None:
+            # The copies there stay as evictable secondary copies: the worker pins them
+            # when it reads them (and pulls again what memory pressure evicted).
+            try:
+                held.lease.raylet.notify("release_pulled", [oid for oid, _ in elsewhere])
+            except RayConnectionError:
+                pass  # that node is going away, and its pins with it
+        else:
             # The worker fetches them itself and reports the loss (or the owner rebuilds
             # the object) as for any argument it cannot read.
             logger.debug("pulling the arguments of %s failed: %s", task.spec.name, error)
