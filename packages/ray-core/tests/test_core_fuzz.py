@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import ray
 from ray._private import auth, rpc
+from ray._private.raylet.transfer_wire import PullRequest
 from ray._private.transport import connect_socket
 
 EXAMPLES = int(os.environ.get("RAY_FUZZ_EXAMPLES", "60"))
@@ -224,7 +225,8 @@ def test_worker_rpc_server_survives_fuzzed_messages(node, payload):
 
 
 @FUZZ_SETTINGS
-@given(payload=st.binary(max_size=64) | st.binary(min_size=20, max_size=20))
+@given(payload=st.binary(max_size=64)
+       | st.binary(min_size=PullRequest.SIZE, max_size=PullRequest.SIZE))
 def test_object_transfer_server_survives_fuzzed_requests(node, payload):
     _send_and_drain(_connect(node["transfer"]), payload)
     _healthy(node)
@@ -294,6 +296,13 @@ def test_raylet_refuses_lease_shapes_that_would_corrupt_accounting(node, amount)
                       False, False, None)
     assert reply[0] == rpc.REPLY_ERR and "bad resource request" in reply[2], reply
     assert ray.available_resources().get("CPU", 0) <= ray.cluster_resources()["CPU"]
+    _healthy(node)
+
+
+def test_a_worker_the_raylet_did_not_start_is_refused_with_a_reason(node):
+    reply = _raw_call(node["raylet_tcp"], "register_worker", b"\x07" * 20, 4242,
+                      [b"", "127.0.0.1", 1, b"\x07" * 20])
+    assert reply[0] == rpc.REPLY_ERR and "was not started by this raylet" in reply[2], reply
     _healthy(node)
 
 

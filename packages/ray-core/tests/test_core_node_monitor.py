@@ -259,3 +259,24 @@ def test_tables_without_versions_are_read_every_beat_and_a_death_bumps_the_node_
     assert gcs.get(keys.NODES_VERSION) is None
     _beat_for(monitor, clock, 1)
     assert not _alive(gcs, "worker") and int(gcs.get(keys.NODES_VERSION)) == 1
+
+
+def test_cluster_resources_reads_the_node_table_only_after_a_node_joined_or_left():
+    from ray._private.gcs.versioned import VersionedTable, bump_version
+    from ray._private.runtime import cluster_info
+
+    gcs = InMemoryGcs()
+    gcs.hset_obj(keys.NODES, "a", {"node_ip": "10.0.0.1", "resources": {"CPU": 2.0}})
+    bump_version(gcs, keys.NODES_VERSION)
+    table = VersionedTable(keys.NODES, keys.NODES_VERSION, refresh_s=60)
+    assert cluster_info.cluster_resources(gcs, table) == {"CPU": 2.0}
+    assert cluster_info.cluster_resources(gcs, table) == {"CPU": 2.0}
+    assert table.reads == 1  # the second call read only the counter
+    gcs.hset_obj(keys.NODES, "b", {"node_ip": "10.0.0.2", "resources": {"CPU": 1.0}})
+    bump_version(gcs, keys.NODES_VERSION)  # (every writer of the node table does)
+    assert cluster_info.cluster_resources(gcs, table) == {"CPU": 3.0}
+    gcs.hset_obj(keys.NODES, "a", {"node_ip": "10.0.0.1", "resources": {"CPU": 2.0},
+                                   "alive": False})
+    bump_version(gcs, keys.NODES_VERSION)
+    assert cluster_info.cluster_resources(gcs, table) == {"CPU": 1.0}
+    assert table.reads == 3

@@ -56,30 +56,12 @@ _CANCEL_POLL_S = 0.5  # how often a run waiting for tasks checks whether it was 
 _TASKS_PER_ACTOR = 2
 
 
-_RESOURCES_TTL_S = 1.0
-_resources_seen: tuple = (None, 0.0, {})  # ((node, job), when, ray.cluster_resources())
-
-
-def _cluster_resources() -> dict:
-    """``ray.cluster_resources()``, read again after a second (or for another job): it
-    is GCS round trips, and short pipelines run many executions a second."""
-    global _resources_seen
-    context = ray.get_runtime_context()
-    job = (context.get_node_id(), context.get_job_id())  # a new cluster is a new node
-    seen_job, when, resources = _resources_seen
-    now = time.monotonic()
-    if seen_job != job or now - when > _RESOURCES_TTL_S:
-        resources = ray.cluster_resources()
-        _resources_seen = (job, now, resources)
-    return resources
-
-
 class ExecutionLimits:
     """What one execution may hold: tasks per operator and bytes of blocks."""
 
     def __init__(self, context: DataContext):
         limits = context.execution_options.resource_limits
-        resources = _cluster_resources()
+        resources = ray.cluster_resources()
         self.cpus = limits.cpu if limits.cpu is not None else max(resources.get("CPU", 1.0), 1.0)
         self.gpus = limits.gpu if limits.gpu is not None else resources.get("GPU", 0.0)
         store = resources.get("object_store_memory", 0)

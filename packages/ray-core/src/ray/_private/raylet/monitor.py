@@ -32,40 +32,9 @@ import time
 from collections.abc import Callable
 
 from ray._private.gcs import keys
+from ray._private.gcs.versioned import VersionedTable, bump_version
 
 logger = logging.getLogger(__name__)
-
-
-class VersionedTable:
-    """A GCS hash as last read, read again only when its version counter moved (or
-    ``refresh_s`` after the last read). Writers bump the counter after writing, so a
-    read that sees the new version also sees the write."""
-
-    def __init__(self, table: str, version_key: str, refresh_s: float):
-        self._table = table
-        self._version_key = version_key
-        self._refresh_s = refresh_s
-        self._value: dict | None = None
-        self._version: bytes | None = None
-        self._read_at = 0.0
-        self.reads = 0  # full reads so far (tests, benchmarks)
-
-    def read(self, gcs, now: float) -> dict:
-        version = gcs.get(self._version_key)
-        if (self._value is None or version is None or version != self._version
-                or now - self._read_at >= self._refresh_s):
-            self._value = gcs.hgetall_obj(self._table)
-            self._version, self._read_at = version, now
-            self.reads += 1
-        return self._value
-
-    def invalidate(self) -> None:
-        self._value = None
-
-
-def bump_version(gcs, version_key: str) -> None:
-    """After writing a table that a :class:`VersionedTable` caches."""
-    gcs.incr(version_key)
 
 
 class NodeMonitor:

@@ -24,6 +24,7 @@ import psutil
 import plasma
 from ray._private import aio, messages
 from ray._private.gcs import keys
+from ray._private.gcs.versioned import bump_version
 from ray._private.raylet.log_server import LogServer
 from ray._private.raylet.memory_monitor import (
     OUT_OF_MEMORY,
@@ -31,7 +32,7 @@ from ray._private.raylet.memory_monitor import (
     MemoryMonitor,
     MemoryReader,
 )
-from ray._private.raylet.monitor import NodeMonitor, bump_version
+from ray._private.raylet.monitor import NodeMonitor
 from ray._private.raylet.object_manager import ObjectManager, transfer_trace
 from ray._private.raylet.pg_manager import (
     NodeBundles,
@@ -285,15 +286,16 @@ class NodeManager:
     # -- registration ---------------------------------------------------------------
     def h_register_worker(self, peer, worker_id, pid, address):
         worker = self.pool.workers.get(worker_id)
-        if worker is None:
-            return {"error": "unknown worker id"}
+        if worker is None:  # (an error reply: the worker exits naming it)
+            raise KeyError(f"worker {worker_id.hex()[:8]} (pid {pid}) was not started by "
+                           "this raylet, or it gave up on it already")
         worker.peer = peer
         worker.address = messages.OwnerAddress.from_wire(address)
         worker.state = IDLE
         peer.context["worker"] = worker
         if self._assign_waiting():
             self._apply(self.scheduler.dispatch())
-        return {"ok": True}
+        return True
 
     def h_register_driver(self, peer, job_id, pid, address):
         peer.context["driver"] = job_id

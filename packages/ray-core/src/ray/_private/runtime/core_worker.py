@@ -34,6 +34,7 @@ from ray._private import profiling, runtime_env, task_events
 from ray._private.config import RayConfig as Config
 from ray._private.event_loop import LoopQueue, WaitLock
 from ray._private.gcs import keys
+from ray._private.gcs.versioned import VersionedTable
 from ray._private.messages import (
     NUM_RETURNS_DYNAMIC,
     NUM_RETURNS_STREAMING,
@@ -91,6 +92,10 @@ class CoreWorker(Runtime):
         self.node_ip: str = node["node_ip"]
         self.config = config
         self.gcs = gcs
+        # ray.cluster_resources() (and ray.data's executions) re-read the node table only
+        # when a node joined or left, or half a heartbeat timeout after the last read.
+        self._node_table = VersionedTable(keys.NODES, keys.NODES_VERSION,
+                                          config.heartbeat_timeout_s / 2)
         self.worker_id = worker_id or os.urandom(20)
         self.shutting_down = False
         self.address_info: dict = {}
@@ -423,7 +428,7 @@ class CoreWorker(Runtime):
         return cluster_info.nodes(self.gcs)
 
     def cluster_resources(self) -> dict:
-        return cluster_info.cluster_resources(self.gcs)
+        return cluster_info.cluster_resources(self.gcs, self._node_table)
 
     def available_resources(self) -> dict:
         try:  # this node's own view is current; the others' come from their heartbeats

@@ -35,6 +35,7 @@ def main(argv=None):
     from ray._private import runtime as rt
     from ray._private.config import build_config
     from ray._private.gcs import connect
+    from ray._private.rpc import RemoteError
     from ray._private.runtime.core_worker import MODE_WORKER, CoreWorker
 
     config = build_config()
@@ -62,10 +63,11 @@ def main(argv=None):
 
     core.runtime_env = runtime_env.adopt_in_worker()  # before any user code runs
     rt.set_current(core)
-    reply = core.bind_raylet("register_worker", core.worker_id, os.getpid(),
-                             core.address.to_wire())
-    if not reply or reply.get("error"):
-        sys.exit(f"raylet refused registration: {reply}")
+    try:
+        core.bind_raylet("register_worker", core.worker_id, os.getpid(),
+                         core.address.to_wire())
+    except RemoteError as exc:
+        sys.exit(f"the raylet refused this worker's registration: {exc}")
     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
     try:
         core.executor.run_forever()
