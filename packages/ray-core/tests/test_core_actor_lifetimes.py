@@ -162,3 +162,87 @@ def test_a_caller_sees_an_actor_state_published_while_its_subscription_reconnect
         assert time.monotonic() - released < 3
     finally:
         ray.shutdown()
+
+
+def _dies_within(pid: int, seconds: float) -> bool:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_handles_returned_from_tasks_keep_their_actors_and_their_owners(ray_start):
+    """The factory pattern: tasks create actors and return their handles. The caller's
+    copies borrow the actors, so they outlive the handles in the tasks that made them;
+    and the idle workers that own them are not ended by the pool (they would take the
+    actors with them). Once the caller drops its copies, the actors end (after the
+    grace for copies in transit, shortened here)."""
+    ray_start(_system_config={"actor_handle_transit_grace_s": 10.0})
+
+    @ray.remote(num_cpus=0)
+    class Made:
+        def pid(self):
+            return os.getpid()
+
+    @ray.remote
+    def nap():
+        time.sleep(0.3)
+
+    @ray.remote
+    def make():
+        made = Made.remote()
+        ray.get(nap.remote())  # blocked: its CPU is lent, more workers start
+        return [made]
+
+    handles = [h for [h] in ray.get([make.remote() for _ in range(8)])]
+    time.sleep(1.5)  # idle workers beyond the pool's limit are asked to end meanwhile
+    pids = ray.get([h.pid.remote() for h in handles], timeout=30)
+    assert len(set(pids)) == 8
+    del handles
+    assert all(_dies_within(pid, 30) for pid in pids)
+
+
+def test_a_handle_passed_to_a_task_keeps_the_actor_after_the_driver_drops_its_own(ray_start):
+    ray_start()
+    @ray.remote(num_cpus=0)
+    class Counter:
+        def __init__(self):
+            self.n = 0
+
+        def add(self):
+            self.n += 1
+            return self.n
+
+    @ray.remote
+    def use_later(counter):
+        time.sleep(1.0)  # the driver's handle is gone by now
+        return ray.get(counter.add.remote())
+
+    counter = Counter.remote()
+    assert ray.get(counter.add.remote()) == 1
+    ref = use_later.remote(counter)
+    del counter
+    assert ray.get(ref, timeout=30) == 2
+
+
+def test_callers_of_a_pending_actor_whose_owner_died_get_an_error_not_a_hang(ray_start):
+    ray_start()
+    @ray.remote
+    class Slow:
+        def __init__(self):
+            time.sleep(2.0)
+
+        def ping(self):
+            return "pong"
+
+    @ray.remote(max_calls=1)
+    def make():
+        return [Slow.remote()]  # its worker exits after this task, while Slow starts
+
+    [slow] = ray.get(make.remote())
+    start = time.time()
+    with pytest.raises(RayActorError, match="owner"):
+        ray.get(slow.ping.remote(), timeout=30)
+    assert time.time() - start < 20

@@ -175,13 +175,20 @@ _PROBED_PROTOCOLS = frozenset({
 class ActorHandle:
     """A reference to an actor; pass it to tasks and other actors freely."""
 
-    def __init__(self, actor_id: bytes, class_name: str, methods: dict, original: bool = False):
+    def __init__(self, actor_id: bytes, class_name: str, methods: dict, original: bool = False,
+                 unpickled: bool = False):
         self._actor_id = ActorID(actor_id)
         self._class_name = class_name
         self._methods = methods
-        self._original = original
-        if original:
-            _runtime.current().actor_handle_created(actor_id)
+        self._original = original  # made by .remote() (not unpickled, not ray.get_actor)
+        # The handles .remote() made and their unpickled copies keep the actor (see
+        # actor_scope: in its owner's process, and as a borrow in any other); as in Ray,
+        # those ray.get_actor and the runtime context give out do not.
+        rt = (_runtime.current() if original
+              else _runtime.maybe_current() if unpickled else None)
+        self._counted = rt is not None
+        if rt is not None:
+            rt.actor_handle_created(actor_id)
 
     def __getattr__(self, name):
         methods = self.__dict__.get("_methods", {})
@@ -208,10 +215,14 @@ class ActorHandle:
         return hash(self._actor_id)
 
     def __reduce__(self):
-        return ActorHandle, (self._actor_id.binary(), self._class_name, self._methods, False)
+        rt = _runtime.maybe_current()
+        if rt is not None:
+            rt.actor_handle_pickled(self._actor_id.binary())
+        return ActorHandle, (self._actor_id.binary(), self._class_name, self._methods, False,
+                             True)
 
     def __del__(self):
-        if self._original:
+        if self.__dict__.get("_counted"):
             rt = _runtime.maybe_current()
             if rt is not None:  # (it only queues work: never blocks or raises)
                 rt.actor_handle_deleted(self._actor_id.binary())

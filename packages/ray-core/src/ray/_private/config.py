@@ -56,6 +56,10 @@ class RayConfig:
     # defaults); see ray._private.workers.malloc_tuning (page faults under a hypervisor).
     worker_malloc_mmap_threshold_bytes: int = 32 * 1024**2
     worker_malloc_trim_threshold_bytes: int = 128 * 1024**2
+    # An actor whose owner pickled a handle to it (a task argument, a return value) is
+    # not ended for lack of handles within this long of that (ray._private.runtime.
+    # actor_scope: the reader of the copy registers as a borrower meanwhile).
+    actor_handle_transit_grace_s: float = 30.0
     profiling_enabled: bool = True
     max_profile_events_buffered: int = 100_000
     task_events_flush_period_s: float = 0.2

@@ -51,10 +51,21 @@ from ray._private.raylet.scheduler import (
     Spillback,
 )
 from ray._private.raylet.spilling import LocalObjectManager, SpillConfig
-from ray._private.raylet.worker_pool import IDLE, LEASED, STARTING, WorkerPool, worker_env
+from ray._private.raylet.worker_pool import (
+    EXITING,
+    IDLE,
+    LEASED,
+    STARTING,
+    WorkerPool,
+    worker_env,
+)
 from ray._private.rpc import Deferred
 
 logger = logging.getLogger(__name__)
+
+# An idle worker that said it still owns actors or objects in use is asked again (when
+# the pool has too many idle ones) after this long.
+_KEEP_OWNER_S = 10.0
 
 
 def _process_alive(pid, started_by: float) -> bool:
@@ -612,11 +623,32 @@ class NodeManager:
     def _trim_idle(self):
         """Keep at most ``max_idle`` idle workers, ending those idle the longest (the pool
         lists returned workers last), as Ray does: a worker just handed back (say, one of
-        a runtime env that is used in turns with another) is the one likely to be reused."""
-        idle = [w for w in self.pool.workers.values() if w.state == IDLE]
+        a runtime env that is used in turns with another) is the one likely to be reused.
+        Each is asked first, and one that still owns actors or objects in use stays (and
+        is not counted) for ``_KEEP_OWNER_S``: ending it would end those."""
+        now = time.monotonic()
+        idle = [w for w in self.pool.workers.values()
+                if w.state == IDLE and w.keep_until <= now]
         for w in idle[:max(0, len(idle) - self.pool.max_idle)]:
-            self.pool.kill(w, signal.SIGTERM)
-            self.pool.remove(w)
+            if w.peer is None:
+                self.pool.kill(w, signal.SIGTERM)
+                self.pool.remove(w)
+                continue
+            w.state = EXITING
+            answer = w.peer.call("exit_if_unowned")
+            answer.add_done_callback(lambda f, w=w: self._exit_answered(w, f))
+
+    def _exit_answered(self, worker, answer) -> None:
+        if self.pool.workers.get(worker.worker_id) is not worker or worker.state != EXITING:
+            return  # it died meanwhile
+        if answer.exception() is None and answer.result() is False:
+            worker.state = IDLE
+            worker.keep_until = time.monotonic() + _KEEP_OWNER_S
+            if self._assign_waiting():
+                self._apply(self.scheduler.dispatch())
+            return
+        self.pool.kill(worker, signal.SIGTERM)
+        self.pool.remove(worker)
 
     def h_notify_blocked(self, peer, worker_id):
         worker = self.pool.workers.get(worker_id)

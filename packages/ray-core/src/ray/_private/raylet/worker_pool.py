@@ -22,7 +22,8 @@ from ray._private.pdeathsig import die_with_parent
 
 logger = logging.getLogger(__name__)
 
-STARTING, IDLE, LEASED, DEAD = "starting", "idle", "leased", "dead"
+# EXITING: an idle worker asked whether it may end (``exit_if_unowned``); not leased.
+STARTING, IDLE, LEASED, EXITING, DEAD = "starting", "idle", "leased", "exiting", "dead"
 
 
 def worker_env(config_json: str) -> dict:
@@ -56,7 +57,7 @@ class WorkerProc:
     __slots__ = (
         "worker_id", "proc", "pid", "peer", "address", "state", "job_id", "lease",
         "blocked", "started_at", "log_paths", "log_offsets", "is_actor", "detached",
-        "env_key", "is_gpu",
+        "env_key", "is_gpu", "keep_until",
     )
 
     def __init__(self, worker_id: bytes, proc, log_paths):
@@ -78,6 +79,8 @@ class WorkerProc:
         # As Ray: a worker that ran GPU work serves only GPU work, one that ran CPU-only
         # work only CPU-only work (None: it has run nothing yet).
         self.is_gpu: bool | None = None
+        # It owns actors or objects still in use: not asked to end again before this.
+        self.keep_until = 0.0
 
     def can_serve(self, job_id: bytes | None, is_gpu: bool) -> bool:
         return (self.job_id is None or self.job_id == job_id) \

@@ -39,6 +39,7 @@ from ray._private.options import ActorOptions
 from ray._private.rpc import RpcPeer
 from ray._private.runtime import placement_groups
 from ray._private.runtime import serialization as ser
+from ray._private.runtime.actor_scope import ActorScope
 from ray._private.runtime.context import JobState, TaskContext
 from ray._private.runtime.interface import ActorInfo
 from ray._private.runtime.lease_client import Lease, LeaseClient
@@ -79,6 +80,7 @@ class _Client:
         self.max_task_retries = 0
         self.seq = 0
         self.subscribed = False
+        self.owner_watched = False  # (a caller that does not own it: see _watch_owner)
         # A send of the queue is scheduled on the loop (see ActorManager.submit).
         self.send_scheduled = False
 
@@ -100,7 +102,6 @@ class _Owned:
         self.strategy = strategy  # None, "SPREAD" or a NodeAffinitySchedulingStrategy
         self.restarts_left = opts.max_restarts
         self.num_restarts = 0
-        self.handles = 0
         self.no_restart = False
         # Why it will not be restarted, for its callers: exited on purpose (exit_actor,
         # __ray_terminate__, its handles went out of scope) or ray.kill.
@@ -145,8 +146,15 @@ class ActorManager:
         self.clients: dict[bytes, _Client] = {}
         self.owned: dict[bytes, _Owned] = {}
         self._by_peer: dict[RpcPeer, bytes] = {}  # connections to actors -> actor id
+        self.scope = ActorScope(
+            clock=time.monotonic, on_out_of_scope=self._out_of_scope,
+            recheck_at=self._recheck_scope_at,
+            transit_grace_s=config.actor_handle_transit_grace_s)
+        self._borrowed_from: dict[bytes, OwnerAddress] = {}  # borrowed actor -> its owner
         peers.handle("actor_exited", self._h_actor_exited)
         peers.handle("kill_actor", self._h_kill_actor)
+        peers.handle("actor_borrowed", self._h_actor_borrowed)
+        peers.handle("actor_returned", self._h_actor_returned)
 
     # -- GCS table ---------------------------------------------------------------------
     def _table_get(self, actor_id: bytes) -> dict | None:
@@ -216,6 +224,7 @@ class ActorManager:
         with self.lock:
             self.owned[actor_id] = owned
             self.clients[actor_id] = client
+        self.scope.own(actor_id, detached=opts.lifetime == "detached")
         self._table_put(
             actor_id, actor_id=actor_id.hex(), state=PENDING, class_name=cls.__name__,
             name=opts.name, namespace=namespace, owner=self._peers.address.to_wire(),
@@ -386,6 +395,28 @@ class ActorManager:
         elif state == DEAD:
             self._fail_all(client, entry.get("death_cause") or dead_text(actor_id, "unknown"),
                            bool(entry.get("init_failed")))
+        elif actor_id not in self.owned:  # PENDING or RESTARTING, in its owner's hands
+            self._watch_owner(client, entry)
+
+    def _watch_owner(self, client: _Client, entry: dict) -> None:
+        """A caller of an actor that is not running yet waits on its owner, which places
+        or restarts it. An owner that dies first leaves it to nobody (a non-detached
+        actor ends with its owner): keep a connection to the owner, and when it is lost
+        or cannot be made, see whether the actor is orphaned (``_check_orphaned``)."""
+        if client.owner_watched or entry.get("detached") or not entry.get("owner"):
+            return
+        client.owner_watched = True
+        actor_id = client.actor_id
+
+        def owner_lost(_peer: RpcPeer) -> None:
+            if not self._is_shutting_down():  # (our own connections close at shutdown)
+                threading.Thread(target=self._check_orphaned, args=(actor_id,),
+                                 name="actor-orphan-check", daemon=True).start()
+
+        try:
+            self._peers.connect_worker(OwnerAddress.from_wire(entry["owner"]), owner_lost)
+        except OSError:
+            self._check_orphaned(actor_id)
 
     def _set_alive(self, actor_id: bytes, address: OwnerAddress) -> None:
         client = self.clients.get(actor_id)
@@ -783,19 +814,56 @@ class ActorManager:
         return ActorInfo(actor_id, entry.get("class_name", "Actor"),
                          table_from_wire(entry.get("methods") or {}))
 
-    def handle_created(self, actor_id: bytes) -> None:
-        owned = self.owned.get(actor_id)
-        if owned is not None:
-            owned.handles += 1
+    def handle_created(self, actor_id: bytes) -> bool:
+        """A handle object was made in this process (see ``ActorScope``). True: the first
+        of an actor another process owns: call ``start_borrow`` soon."""
+        return self.scope.created(actor_id)
+
+    def handle_pickled(self, actor_id: bytes) -> None:
+        self.scope.pickled(actor_id)
 
     def handle_deleted(self, actor_id: bytes) -> None:
+        if self.scope.deleted(actor_id):
+            address = self._borrowed_from.pop(actor_id, None)
+            if address is not None:
+                self._tell_owner(address, "actor_returned", actor_id)
+
+    def start_borrow(self, actor_id: bytes) -> None:
+        """Tell its owner that this process holds a handle to ``actor_id``."""
+        try:
+            entry = self._table_get(actor_id) or {}
+        except RayError as exc:
+            logger.warning("could not read actor %s's owner: %s", actor_id.hex(), exc)
+            return
+        if not entry.get("owner") or entry.get("detached") or entry.get("state") == DEAD:
+            return  # (a detached actor's lifetime is not its handles')
+        address = OwnerAddress.from_wire(entry["owner"])
+        if address.worker_id == self._peers.address.worker_id:
+            return
+        self._borrowed_from[actor_id] = address
+        self._tell_owner(address, "actor_borrowed", actor_id)
+
+    def _tell_owner(self, address: OwnerAddress, method: str, actor_id: bytes) -> None:
+        try:
+            self._peers.connect_worker(address).notify(method, actor_id)
+        except (OSError, RayConnectionError):
+            pass  # the owner is gone, and its non-detached actors with it
+
+    def _recheck_scope_at(self, delay_s: float, actor_id: bytes) -> None:
+        self._loop.call_later(delay_s, self.scope.recheck, actor_id)
+
+    def _h_actor_borrowed(self, peer: RpcPeer, actor_id: bytes) -> None:
+        self.scope.borrowed(actor_id, peer)
+        self._peers.on_lost(peer, self.scope.borrower_gone)
+
+    def _h_actor_returned(self, peer: RpcPeer, actor_id: bytes) -> None:
+        self.scope.returned(actor_id, peer)
+
+    def _out_of_scope(self, actor_id: bytes) -> None:
+        """No handle to an actor we own is left anywhere: as Ray 2.x, a non-detached
+        actor, named or not, ends then (handles from ray.get_actor do not keep it)."""
         owned = self.owned.get(actor_id)
         if owned is None:
-            return
-        owned.handles -= 1
-        # As Ray 2.x: a non-detached actor, named or not, ends with its creator's last
-        # handle (handles from ray.get_actor do not keep it alive).
-        if owned.handles > 0 or owned.detached:
             return
         owned.no_restart = True
         if self._is_shutting_down():
@@ -816,6 +884,11 @@ class ActorManager:
             self.submit(actor_id, "__ray_terminate__", (), {}, 0)
         except RayError as exc:
             logger.debug("could not terminate actor %s: %s", actor_id.hex(), exc)
+
+    def owns_live(self) -> bool:
+        """Whether an actor this process owns (not detached: the GCS keeps those) has
+        not ended: it ends with this process."""
+        return any(not owned.dead and not owned.detached for owned in list(self.owned.values()))
 
     def shutdown(self) -> None:
         for owned in list(self.owned.values()):

@@ -184,7 +184,13 @@ class CoreWorker(Runtime):
         handle("remove_borrower", lambda peer, oid, who: refs.remove_borrower(oid, who))
         handle("lease_reclaim", lambda peer, worker_id: self.submitter.reclaim(worker_id))
         handle("exit", self._handle_exit)
+        handle("exit_if_unowned", lambda peer: not self.owns_anything())
         handle("ping", lambda peer: "pong")
+
+    def owns_anything(self) -> bool:
+        """Whether ending this process would end an actor or lose an object it owns (as
+        Ray, its raylet does not end such an idle worker: ``exit_if_unowned``)."""
+        return self.actors.owns_live() or self.refs.owns_any()
 
     def _on_tasks_done(self, peer: RpcPeer, done: list) -> None:
         results = [TaskDone.from_wire(d) for d in done]
@@ -369,7 +375,11 @@ class CoreWorker(Runtime):
         self._defer(lambda: self.generators.release(generator_id))
 
     def actor_handle_created(self, actor_id: bytes) -> None:
-        self.actors.handle_created(actor_id)
+        if self.actors.handle_created(actor_id):  # the first of one another process owns
+            self._defer(lambda: self.actors.start_borrow(actor_id))
+
+    def actor_handle_pickled(self, actor_id: bytes) -> None:
+        self.actors.handle_pickled(actor_id)
 
     def actor_handle_deleted(self, actor_id: bytes) -> None:
         self._defer(lambda: self.actors.handle_deleted(actor_id))

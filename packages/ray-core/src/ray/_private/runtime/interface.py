@@ -114,6 +114,10 @@ class Runtime(abc.ABC):
     def actor_handle_created(self, actor_id: bytes) -> None: ...
 
     @abc.abstractmethod
+    def actor_handle_pickled(self, actor_id: bytes) -> None:
+        """Called from ``ActorHandle.__reduce__`` (a copy leaves this process)."""
+
+    @abc.abstractmethod
     def actor_handle_deleted(self, actor_id: bytes) -> None:
         """Called from ``ActorHandle.__del__``: must not block or raise."""
 

@@ -254,6 +254,9 @@ class LocalRuntime(Runtime):
     def actor_handle_created(self, actor_id: bytes) -> None:
         pass  # local actors live until shutdown (or ray.kill)
 
+    def actor_handle_pickled(self, actor_id: bytes) -> None:
+        pass  # see actor_handle_created
+
     def actor_handle_deleted(self, actor_id: bytes) -> None:
         pass  # see actor_handle_created
 

@@ -113,6 +113,12 @@ class ReferenceCounter:
         del self._refs[object_id]
         return True
 
+    def owns_any(self) -> bool:
+        """Whether an object this process owns is still referenced (here, by a task, a
+        borrower, or escaped into another value): this process must stay up for it."""
+        with self._lock:
+            return any(ref.owned for ref in self._refs.values())
+
     def is_tracked(self, object_id: bytes) -> bool:
         return object_id in self._refs
 
