@@ -215,11 +215,14 @@ class ActorHandle:
         return hash(self._actor_id)
 
     def __reduce__(self):
-        rt = _runtime.maybe_current()
+        # A copy of a handle that keeps the actor keeps it too; one of a weak handle
+        # (ray.get_actor, the runtime context's current_actor) is weak as well.
+        strong = bool(self.__dict__.get("_counted"))
+        rt = _runtime.maybe_current() if strong else None
         if rt is not None:
             rt.actor_handle_pickled(self._actor_id.binary())
         return ActorHandle, (self._actor_id.binary(), self._class_name, self._methods, False,
-                             True)
+                             strong)
 
     def __del__(self):
         if self.__dict__.get("_counted"):

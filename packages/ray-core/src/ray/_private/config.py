@@ -59,7 +59,7 @@ class RayConfig:
     # An actor whose owner pickled a handle to it (a task argument, a return value) is
     # not ended for lack of handles within this long of that (ray._private.runtime.
     # actor_scope: the reader of the copy registers as a borrower meanwhile).
-    actor_handle_transit_grace_s: float = 30.0
+    actor_handle_transit_grace_s: float = 10.0
     profiling_enabled: bool = True
     max_profile_events_buffered: int = 100_000
     task_events_flush_period_s: float = 0.2

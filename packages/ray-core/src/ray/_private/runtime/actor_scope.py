@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-TRANSIT_GRACE_S = 30.0
+TRANSIT_GRACE_S = 10.0
 
 
 @dataclass
