@@ -1,9 +1,11 @@
 """Chaos with spilling and the memory monitor on: task trees whose results live in the
 object store while workers and whole non-head raylets are SIGKILLed. A batch of 20 trees
-makes 140 results of 512 KiB (70 MiB, plus the copies pulled to the node that combines
-them) over three 80 MiB stores: enough to pass the spilling threshold, so results are
-spilled, restored and pulled from spill files while nodes die (the test asserts that
-something was spilled), not live data several times the stores.
+makes 140 results of 1.5 MiB (210 MiB of primary copies, about 70 MiB per node, plus
+the evictable copies pulled to the nodes that combine them) over three 80 MiB stores:
+past each node's spilling threshold (64 MiB of primaries), so results are spilled,
+restored and pulled from spill files while nodes die (the test asserts that something
+was spilled), not live data several times the stores. (Pulled copies used to stay
+pinned for 2 s, which alone filled the stores of a smaller workload.)
 
 Every ``ray.get`` must return the right array or a documented error within a hard
 timeout; afterwards no spill files may be left. The default run is small; the full one::
@@ -36,7 +38,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.multinode]
 DOCUMENTED_ERRORS = (WorkerCrashedError, ObjectLostError, RayActorError)
 GET_TIMEOUT_S = 120.0
 STORE = 80 * 1024**2
-PAYLOAD = 512 * 1024  # each result: a plasma object, never inline
+PAYLOAD = 1536 * 1024  # each result: a plasma object, never inline
 
 
 def node_config(spill_dir) -> str:
