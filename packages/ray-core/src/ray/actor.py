@@ -180,8 +180,7 @@ class ActorHandle:
         self._actor_id = ActorID(actor_id)
         self._class_name = class_name
         self._methods = methods
-        self._original = original  # made by .remote() (not unpickled, not ray.get_actor)
-        # The handles .remote() made and their unpickled copies keep the actor (see
+        # Handles .remote() made (``original``) and their unpickled copies keep the actor (see
         # actor_scope: in its owner's process, and as a borrow in any other); as in Ray,
         # those ray.get_actor and the runtime context give out do not.
         rt = (_runtime.current() if original

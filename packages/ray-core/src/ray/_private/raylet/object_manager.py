@@ -151,14 +151,6 @@ class _FromIncoming:
 _Source = _FromMemory | _FromFile | _FromIncoming
 
 
-@dataclass(frozen=True)
-class _Serving:
-    """What one request is being served from, and its place in the object's fan-out."""
-
-    source: _Source
-    relay: _Relay | None
-
-
 class ObjectManager:
     """This node's side of object movement: serves its objects and pulls others'.
 
@@ -193,7 +185,7 @@ class ObjectManager:
         return 0 if fanout is None else fanout.active
 
     # -- serving (on the loop) ------------------------------------------------------------
-    def open_source(self, request: PullRequest, peer_ip: str) -> _Serving | Redirect | None:
+    def open_source(self, request: PullRequest, peer_ip: str) -> _Source | Redirect | None:
         """Where to serve ``request`` from (pinned or opened), a relay to send it to, or
         None when the object is not here."""
         object_id = request.object_id
@@ -209,11 +201,9 @@ class ObjectManager:
         if fanout is None:
             fanout = self._fanouts[object_id] = _Fanout()
         fanout.active += 1
-        relay: _Relay | None = None
         if request.relay_port and source.size >= _RELAY_MIN_BYTES:
-            relay = _Relay(peer_ip, request.relay_port)
-            fanout.relays.append(relay)
-        return _Serving(source, relay)
+            fanout.relays.append(_Relay(peer_ip, request.relay_port))
+        return source
 
     def _source(self, object_id: bytes) -> _Source | None:
         extent = self.store.get_local_extent(object_id)
@@ -229,9 +219,8 @@ class ObjectManager:
             return _FromIncoming(incoming)
         return None
 
-    def close_source(self, object_id: bytes, serving: _Serving) -> None:
-        """The send of ``serving`` ended: unpin, close, and leave the fan-out."""
-        source = serving.source
+    def close_source(self, object_id: bytes, source: _Source) -> None:
+        """The send from ``source`` ended: unpin, close, and leave the fan-out."""
         if isinstance(source, _FromMemory):
             self.store.release_local(object_id)
         elif isinstance(source, _FromFile):
@@ -523,11 +512,11 @@ class TransferServer:
                     except ConnectionError:
                         return
                     got = self._on_loop(self.manager.open_source, request, peer_ip)
-                    if not isinstance(got, _Serving):
+                    if got is None or isinstance(got, Redirect):
                         conn.sendall(pack_reply(got or Missing()))
                         continue
                     try:
-                        self._send(conn, got.source)
+                        self._send(conn, got)
                     finally:
                         self._on_loop(self.manager.close_source, request.object_id, got)
             except (OSError, ConnectionError) as exc:

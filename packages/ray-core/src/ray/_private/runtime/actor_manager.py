@@ -410,7 +410,8 @@ class ActorManager:
 
         def owner_lost(_peer: RpcPeer) -> None:
             if not self._is_shutting_down():  # (our own connections close at shutdown)
-                threading.Thread(target=self._check_orphaned, args=(actor_id,),
+                # (a dying owner may still accept a connection: keep watching that one)
+                threading.Thread(target=self._check_orphaned, args=(actor_id, owner_lost),
                                  name="actor-orphan-check", daemon=True).start()
 
         try:
@@ -678,7 +679,8 @@ class ActorManager:
         for task in pending:
             self._ledger.failed(task, client.death_error())
 
-    def _check_orphaned(self, actor_id: bytes) -> None:
+    def _check_orphaned(self, actor_id: bytes,
+                        on_owner_lost: Callable[[RpcPeer], None] | None = None) -> None:
         """An actor we call (not own) is unreachable: if it is not detached and its owner
         is gone as well, it is dead for good (its raylet ended it with its owner), so mark
         it so and fail the calls waiting for it."""
@@ -692,7 +694,7 @@ class ActorManager:
         if entry.get("state") == DEAD or entry.get("detached") or not entry.get("owner"):
             return
         try:
-            self._peers.connect_worker(OwnerAddress.from_wire(entry["owner"]))
+            self._peers.connect_worker(OwnerAddress.from_wire(entry["owner"]), on_owner_lost)
             return  # the owner lives: it restarts the actor or marks it dead
         except OSError:
             pass
