@@ -5,6 +5,8 @@ and nothing is lost between the two. Real sockets and threads; no cluster."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -308,3 +310,53 @@ def test_a_thread_inside_a_handler_cannot_borrow(loop):
     loop.call_soon(probe)
     assert done.wait(5)
     assert answer["nested"] is None  # handlers must not block; they get no loop to run
+
+
+def _voluntary_switches(tid: int) -> int:
+    with open(f"/proc/self/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches line")
+
+
+_FEEDER = """
+import socket, sys, time
+import msgpack
+sock = socket.socket(fileno=int(sys.argv[1]))
+time.sleep(0.05)  # past the first spin_s of the borrow
+for i in range(int(sys.argv[2])):
+    sock.sendall(msgpack.packb([3, "tick", [i]], use_bin_type=True))  # rpc.ONEWAY
+    time.sleep(0.01)  # well inside spin_s, far longer than one poll
+"""
+
+
+def test_a_borrower_keeps_polling_after_each_round_of_events():
+    """A long wait fed by a steady stream (the results of a chain of tasks) polls again
+    for ``spin_s`` after every message it handled, so the senders never wake it from
+    ``epoll_wait``: the borrowing thread sleeps (voluntary context switches) about once,
+    not once per message."""
+    loop = EventLoop(name="test-io", spin_s=0.03)
+    loop.start()
+    ours, theirs = socket.socketpair()
+    got: list[int] = []
+    conn = loop.add_connection(ours, lambda write: rpc.RpcPeer(
+        write, {"tick": lambda peer, i: got.append(i)}, name="test"))
+    n = 20
+    # The feeder is another process: a thread of this one would take the GIL from the
+    # borrower at every message, and a GIL wait is a sleep too.
+    feeder = subprocess.Popen([sys.executable, "-c", _FEEDER, str(theirs.fileno()), str(n)],
+                              pass_fds=[theirs.fileno()])
+    try:
+        tid = threading.get_native_id()
+        before = _voluntary_switches(tid)
+        assert loop.wait_until(lambda: len(got) == n, timeout_s=20) is True
+        slept = _voluntary_switches(tid) - before
+        assert feeder.wait(timeout=20) == 0
+        assert got == list(range(n))
+        # (a sleep per message, as when only a borrow's first spin_s polled, is >= n)
+        assert slept < n // 2, slept
+    finally:
+        conn.close()
+        theirs.close()
+        loop.stop()
