@@ -397,3 +397,23 @@ def test_errors_with_c_level_bases_keep_their_class():
     with pytest.raises(_BothBases) as info:
         ray.get(raise_both.remote())
     assert isinstance(info.value, ray.exceptions.RayTaskError)
+
+
+def test_tasks_are_pushed_to_workers_outside_the_submitters_lock(monkeypatch):
+    """No socket write under the task submitter's lock: a write drops the GIL, and the
+    thread that then waits for the lock (the program submitting, or the I/O thread
+    handing in results) would wait for the writer's GIL too (up to 5 ms each time)."""
+    from ray._private import api, rpc
+
+    submitter = api.connected_runtime().submitter
+    pushes: list[bool] = []
+    notify = rpc.RpcPeer.notify
+
+    def watched(peer, method, *args):
+        if method == "push_tasks":
+            pushes.append(submitter.lock._is_owned())
+        return notify(peer, method, *args)
+
+    monkeypatch.setattr(rpc.RpcPeer, "notify", watched)
+    assert ray.get([square.remote(i) for i in range(2000)]) == [i * i for i in range(2000)]
+    assert pushes and not any(pushes), f"{sum(pushes)} of {len(pushes)} pushes under the lock"

@@ -112,6 +112,12 @@ class TaskSubmitter:
         self._by_worker: dict[bytes, _TaskLease] = {}
         self._by_peer: dict[RpcPeer, _TaskLease] = {}
         self._awaiting_args: dict[bytes, PendingTask] = {}  # task id -> task
+        # Task batches ``_dispatch`` assigned to workers, sent by ``_send`` once the lock
+        # is released: a socket write under the lock drops the GIL, and a thread then
+        # blocked on the lock (the caller submitting, the I/O thread handing in results)
+        # waits for the writer's GIL as well (a switch interval, 5 ms, at worst). Order
+        # between batches does not matter: a worker runs normal tasks in any order.
+        self._outbox: deque[tuple[RpcPeer, list]] = deque()
 
     # -- submission ------------------------------------------------------------
     def submit(self, task: PendingTask, shape: dict, deps: list[bytes], strategy=None) -> None:
@@ -140,6 +146,7 @@ class TaskSubmitter:
                 q = self.queues[key] = ShapeQueue(self, shape, env, strategy)
             q.pending.append(task)
             self._dispatch(q)
+        self._send()
 
     def _depth(self, task: PendingTask) -> int:
         """How many tasks of ``task``'s function may queue at one worker: enough for
@@ -184,17 +191,29 @@ class TaskSubmitter:
                     if spec.args and self._stage_args(held, task):
                         continue  # pushed once its arguments are on the worker's node
                     batches.setdefault(held.lease.worker_id, []).append(spec.to_wire())
+            outbox = self._outbox
             for worker_id, specs in batches.items():
-                try:
-                    q.leases[worker_id].lease.worker.notify("push_tasks", specs)
-                except RayConnectionError:
-                    pass  # the close callback requeues them
+                outbox.append((q.leases[worker_id].lease.worker, specs))
         wanted = min(len(q.pending), self._cfg.max_pending_lease_requests)
         while q.lease_requests < wanted:
             q.lease_requests += 1
             self._request_lease(q)
             if not q.pending:  # it failed them (hard affinity to a dead node)
                 break
+
+    def _send(self) -> None:
+        """Send what ``_dispatch`` queued; called by whoever dispatched, after releasing
+        the lock (any thread may send another's batches: deque.popleft is atomic)."""
+        outbox = self._outbox
+        while outbox:
+            try:
+                worker, specs = outbox.popleft()
+            except IndexError:  # another thread sent the last one
+                return
+            try:
+                worker.notify("push_tasks", specs)
+            except RayConnectionError:
+                pass  # the close callback requeues them
 
     def _stage_args(self, held: _TaskLease, task: PendingTask) -> bool:
         """Ask the raylet of ``held``'s node to pull the task's arguments that are stored
@@ -289,6 +308,7 @@ class TaskSubmitter:
             self._by_worker[lease.worker_id] = held
             self._by_peer[lease.worker] = held
             self._dispatch(q)
+        self._send()
 
     def _lease_failed(self, q: ShapeQueue, error: Exception | None) -> None:
         with self.lock:
@@ -347,6 +367,7 @@ class TaskSubmitter:
                 elif not held.inflight and held.idle_timer is None:
                     held.idle_timer = self._loop.call_later(
                         self._cfg.idle_lease_timeout_s, self._idle_check, held)
+        self._send()
         for task in retry:
             logger.info("task %s raised an exception its retry_exceptions covers: running it "
                         "again (%s retries left)", task.spec.name, task.retries_left)
@@ -370,6 +391,7 @@ class TaskSubmitter:
             shutting_down = self._is_shutting_down()
             if q.pending and not shutting_down:
                 self._dispatch(q)
+        self._send()
         for task in cancelled:
             self._ledger.failed(task, TaskCancelledError(task.spec.task_id.hex()))
         if not lost:
@@ -414,6 +436,7 @@ class TaskSubmitter:
                 q.pending.appendleft(task)
             if retry:
                 self._dispatch(q)
+        self._send()
         for task, error in failed:
             self._ledger.failed(task, error)
         for task, delay_s in delayed:
@@ -430,6 +453,7 @@ class TaskSubmitter:
         with self.lock:
             q.pending.appendleft(task)
             self._dispatch(q)
+        self._send()
 
     def _fail_pending(self, q: ShapeQueue, exc: BaseException) -> None:
         while q.pending:
