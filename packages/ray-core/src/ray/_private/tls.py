@@ -107,11 +107,48 @@ def _context(server_side: bool) -> ssl.SSLContext:
     return ctx
 
 
+def client_context(verify: bool = True) -> ssl.SSLContext:
+    """The client side's context: our certificate, the CA, no host names (shared, cached).
+    Also what HTTPS clients of the dashboard use; raises ValueError when TLS is off.
+    ``verify=False`` (asked for by a user): a fresh one that accepts any server, still
+    presenting our certificate, which the server requires."""
+    if verify:
+        return _context(False)
+    cfg = config()
+    if cfg is None:
+        raise ValueError(f"TLS is off ({USE_ENV} is not set)")
+    ctx = cfg._context(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def server_context() -> ssl.SSLContext:
+    """The server side's context (shared, cached): it requires a client certificate."""
+    return _context(True)
+
+
 def check() -> None:
     """Fail now, with the variable named, if TLS is on but misconfigured."""
     if config() is not None:
         _context(True)
         _context(False)
+
+
+def speaks_tls(host: str, port: int, timeout_s: float = 2.0) -> bool:
+    """Whether the server at ``host:port`` answers a TLS ClientHello as a TLS server does.
+    Used only to explain a failure (a plain client that a TLS-only server dropped), so it
+    verifies nothing and sends no certificate."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock, \
+                ctx.wrap_socket(sock):
+            return True  # (TLS 1.3 reports the missing client certificate only later)
+    except ssl.SSLError as exc:
+        return "ALERT" in str(exc.reason).upper()  # a TLS answer: it wants a certificate
+    except OSError:
+        return False
 
 
 def applies_to(sock: socket.socket) -> bool:

@@ -6,6 +6,7 @@ import abc
 import fnmatch
 import functools
 import logging
+import ssl
 import threading
 import time
 from collections import defaultdict
@@ -13,6 +14,7 @@ from collections.abc import Callable
 
 import msgpack
 
+from ray._private import tls
 from ray._private.gcs import keys
 from ray.exceptions import AuthenticationError, GcsUnavailableError, RayConnectionError
 
@@ -130,6 +132,22 @@ class GcsClient(abc.ABC):
                        on_resync=on_resync)
 
 
+def redis_connection_kwargs(password: str | None, timeout_s: float) -> dict:
+    """The keyword arguments of every redis-py client of the GCS (the main connection,
+    the shards): the cluster secret, the connect timeout and, with ``RAY_USE_TLS`` on,
+    mutual TLS with this process's certificate (the server requires one; host names are
+    not checked, as on every other TLS connection: see ``tls``)."""
+    kwargs: dict = {"password": password, "socket_connect_timeout": timeout_s,
+                    "health_check_interval": 0}
+    cfg = tls.config()
+    if cfg is not None:
+        tls.check()  # a missing or unreadable file: fail naming the variable
+        kwargs.update(ssl=True, ssl_certfile=cfg.cert_path, ssl_keyfile=cfg.key_path,
+                      ssl_ca_certs=cfg.ca_path, ssl_cert_reqs="required",
+                      ssl_check_hostname=False, ssl_min_version=ssl.TLSVersion.TLSv1_2)
+    return kwargs
+
+
 class RedisGcs(GcsClient):
     """The GCS on a Redis-protocol server (valkey by default)."""
 
@@ -138,14 +156,10 @@ class RedisGcs(GcsClient):
 
         self.address = f"{host}:{port}"
         self._password = password
-        self._redis = redis.Redis(
-            host=host,
-            port=port,
-            password=password,
-            socket_connect_timeout=timeout_s,
-            health_check_interval=0,
-        )
+        self._redis = redis.Redis(host=host, port=port,
+                                  **redis_connection_kwargs(password, timeout_s))
         deadline = time.monotonic() + timeout_s
+        probed = False
         while True:
             try:
                 self._redis.ping()
@@ -163,6 +177,10 @@ class RedisGcs(GcsClient):
                     raise self._secret_missing() from None
                 raise
             except (redis.ConnectionError, OSError) as exc:
+                mismatch = None if probed else _tls_mismatch(host, port, exc)
+                probed = True  # once: the probe costs a connection (and a timeout)
+                if mismatch is not None:
+                    raise mismatch from None
                 if time.monotonic() > deadline:
                     raise RayConnectionError(
                         f"Cannot reach the GCS (Redis) at {self.address}: {exc}. Is the "
@@ -195,8 +213,9 @@ class RedisGcs(GcsClient):
             clients = []
             for address in addresses:
                 host, _, port = address.rpartition(":")
-                clients.append(redis.Redis(host=host, port=int(port), password=self._password,
-                                           socket_connect_timeout=self._timeout_s))
+                clients.append(redis.Redis(
+                    host=host, port=int(port),
+                    **redis_connection_kwargs(self._password, self._timeout_s)))
             self._shards = clients
             self._my_shard = clients[os.getpid() % len(clients)] if clients else None
         return self._shards
@@ -287,6 +306,27 @@ class RedisGcs(GcsClient):
                 shard.close()
             except Exception:  # noqa: BLE001 - closing: the connection may be broken
                 pass
+
+
+def _tls_mismatch(host: str, port: int, exc: BaseException) -> AuthenticationError | None:
+    """The error to raise at once when the GCS and this process disagree on TLS (or our
+    certificate is refused), instead of retrying until the connect deadline."""
+    text = str(exc)
+    if tls.config() is not None:
+        # redis-py reports a failed handshake as a ConnectionError with ssl's reason in it.
+        if "SSL" in text or "certificate" in text.lower():
+            return AuthenticationError(
+                f"TLS handshake with the GCS (Redis) at {host}:{port} failed ({exc}): "
+                f"{tls.USE_ENV} is on here, so the GCS must run with TLS too, and both "
+                f"ends need certificates signed by the CA in {tls.CA_ENV}")
+        return None
+    refused = isinstance(exc, ConnectionRefusedError) or "refused" in text.lower()
+    if not refused and tls.speaks_tls(host, port):
+        return AuthenticationError(
+            f"The GCS (Redis) at {host}:{port} requires TLS but this process has "
+            f"{tls.USE_ENV} off: set {tls.USE_ENV}=1 with {tls.CERT_ENV}, {tls.KEY_ENV} "
+            f"and {tls.CA_ENV} as on the head node")
+    return None
 
 
 def _gcs_unavailable(exc: Exception, address: str) -> Exception | None:
