@@ -11,12 +11,14 @@ import base64
 import json
 import os
 import socket
+import ssl
 import struct
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
+from ray._private import tls
 from ray.exceptions import RayError
 
 
@@ -45,15 +47,38 @@ class Response:
         return json.loads(self.content)
 
 
-def normalize_address(address: str) -> str:
-    """``127.0.0.1:8265`` or ``http://127.0.0.1:8265/`` -> ``http://127.0.0.1:8265``."""
+def normalize_address(address: str, *, tls_on: bool | None = None) -> str:
+    """``127.0.0.1:8265`` or ``http://127.0.0.1:8265/`` -> ``http://127.0.0.1:8265``.
+
+    With ``RAY_USE_TLS`` on (``tls_on``, default: this process's setting) the scheme is
+    ``https``: the dashboard then serves HTTPS only, and an ``http://`` address written
+    for a plain cluster (scripts, ``RAY_ADDRESS``, Ray's documentation) is upgraded
+    rather than refused.
+    """
     address = address.strip().rstrip("/")
     if "://" not in address:
         address = "http://" + address
-    scheme = address.split("://", 1)[0]
+    scheme, rest = address.split("://", 1)
     if scheme not in ("http", "https"):
         raise ValueError(f"A dashboard address is http://host:port, got {address!r}")
-    return address
+    if tls_on is None:
+        tls_on = tls.config() is not None
+    return f"https://{rest}" if tls_on else address
+
+
+def _ssl_context(address: str, verify) -> ssl.SSLContext | None:
+    """How to check an ``https://`` dashboard: with ``RAY_USE_TLS`` on, mutual TLS with
+    the node certificate and only the cluster CA trusted; else urllib's default (the
+    system's CAs), a CA bundle when ``verify`` names one, or nothing when it is False."""
+    if not address.startswith("https://"):
+        return None
+    if tls.config() is not None:
+        return tls.client_context(verify=verify is not False)
+    if verify is False:
+        return ssl._create_unverified_context()  # noqa: S323 - asked for
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    return None
 
 
 class DashboardClient:
@@ -63,11 +88,7 @@ class DashboardClient:
         self.headers = dict(headers or {})
         if cookies:
             self.headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        self._context = None
-        if self.address.startswith("https://") and verify is False:
-            import ssl
-
-            self._context = ssl._create_unverified_context()  # noqa: S323 - asked for
+        self._context = _ssl_context(self.address, verify)
 
     def request(self, method: str, path: str, *, params=None, json_data=None,
                 data: bytes | None = None, timeout: float = 30.0) -> Response:
@@ -94,10 +115,18 @@ class DashboardClient:
     def websocket_text_frames(self, path: str, timeout: float | None = None) -> Iterator[str]:
         """Yield each text frame the server sends on ``path`` until it closes."""
         parsed = urllib.parse.urlparse(self.address)
-        if parsed.scheme != "http":
-            raise DashboardRequestError("following logs needs a plain http:// address")
-        sock = socket.create_connection((parsed.hostname, parsed.port or 80), timeout=30)
+        secure = parsed.scheme == "https"
+        raw = socket.create_connection((parsed.hostname, parsed.port or (443 if secure else 80)),
+                                       timeout=30)
+        sock: socket.socket = raw
         try:
+            if secure:
+                context = self._context or ssl.create_default_context()
+                try:
+                    sock = context.wrap_socket(raw, server_hostname=parsed.hostname)
+                except ssl.SSLError as exc:
+                    raise DashboardRequestError(
+                        f"TLS with the Ray dashboard at {self.address} failed ({exc})") from None
             key = base64.b64encode(os.urandom(16)).decode()
             extra = "".join(f"{k}: {v}\r\n" for k, v in self.headers.items())
             sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {parsed.netloc}\r\n"

@@ -1,9 +1,9 @@
 """The dashboard process: ``python -m ray.dashboard.main --gcs-address HOST:PORT ...``.
 
 Binds ``--host`` (default 127.0.0.1) on ``--port`` or the next free port above
-it, records its URL in the GCS (``ray:dashboard``) so every driver's
-``ray.get_webui_url()`` finds it, writes one JSON line to ``--ready-fd`` and
-serves until SIGTERM. The GCS password comes from ``$RAY_REDIS_PASSWORD``.
+it (HTTPS with mutual TLS when ``RAY_USE_TLS`` is on: ``https``), records its URL
+in the GCS (``ray:dashboard``) so every driver's ``ray.get_webui_url()`` finds it,
+writes one JSON line to ``--ready-fd`` and serves until SIGTERM. The GCS password comes from ``$RAY_REDIS_PASSWORD``.
 """
 
 from __future__ import annotations
@@ -40,15 +40,26 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def bind(app, host: str, port: int):
-    """A threaded WSGI server on ``port`` or the first free port after it.
+    """A threaded WSGI server on ``port`` or the first free port after it; HTTPS with
+    mutual TLS when ``RAY_USE_TLS`` is on (``https``).
 
     werkzeug exits the process when its own bind fails, so the socket is bound
     here and handed over.
     """
     from werkzeug.serving import make_server
 
+    from ray._private import tls
+
+    tls.check()  # a missing or unreadable file: fail at start, naming the variable
     sock = listen(host, port)
-    server = make_server(host, sock.getsockname()[1], app, threaded=True, fd=sock.fileno())
+    if tls.config() is not None:
+        from ray.dashboard.https import TlsWSGIServer
+
+        server = TlsWSGIServer(host, sock.getsockname()[1], app, fd=sock.fileno(),
+                               context=tls.server_context())
+    else:
+        server = make_server(host, sock.getsockname()[1], app, threaded=True,
+                             fd=sock.fileno())
     server._listening_socket = sock  # keep the original open as long as the server
     return server
 
@@ -82,7 +93,8 @@ def main(argv=None) -> int:
                      session_name=os.path.basename(args.session_dir or ""))
     server = bind(app, args.host, args.port)
     port = server.socket.getsockname()[1]
-    info = {"url": f"http://{url_host(args.host, args.node_ip)}:{port}", "host": args.host,
+    scheme = "https" if server.ssl_context is not None else "http"
+    info = {"url": f"{scheme}://{url_host(args.host, args.node_ip)}:{port}", "host": args.host,
             "port": port, "pid": os.getpid(), "node_ip": args.node_ip}
     gcs.hset_obj(keys.DASHBOARD, "info", info)
     view.follow_logs()

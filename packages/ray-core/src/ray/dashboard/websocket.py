@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import select
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Iterator
@@ -74,8 +75,7 @@ def _await_close(sock, timeout_s: float) -> None:
     (RFC 6455 5.5.1: the side that closed first waits for the answering close)."""
     deadline = time.monotonic() + timeout_s
     while (left := deadline - time.monotonic()) > 0:
-        ready, _, _ = select.select([sock], [], [], left)
-        if not ready:
+        if not _readable(sock, left):
             return
         data = sock.recv(4096)
         if not data or (data[0] & 0x0F) == 0x8:
@@ -84,14 +84,22 @@ def _await_close(sock, timeout_s: float) -> None:
 
 def _client_closed(sock) -> bool:
     """True once the client sent a close frame or hung up (we never read otherwise)."""
-    ready, _, _ = select.select([sock], [], [], 0)
-    if not ready:
+    if not _readable(sock, 0):
         return False
     try:
         data = sock.recv(4096)
     except OSError:
         return True
     return not data or (data[0] & 0x0F) == 0x8
+
+
+def _readable(sock, timeout_s: float) -> bool:
+    """Whether a read would find something: over HTTPS (``RAY_USE_TLS``) decrypted bytes
+    can wait in the TLS layer, above the socket that select() watches."""
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
+    ready, _, _ = select.select([sock], [], [], timeout_s)
+    return bool(ready)
 
 
 __all__ = ["is_upgrade", "serve_text"]
