@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make podman usable on this kind of machine (Debian 12, root, no systemd): install podman,
-# buildah, runc and mmdebstrap from Debian's packages when missing, and give podman the two
+# buildah, runc, catatonit (the pause process `podman kube play` builds its pods' infra
+# image from) and mmdebstrap from Debian's packages when missing, and give podman the two
 # settings it needs here (see shared/CONTAINERS.md):
 #   - runc as the OCI runtime (crun fails on this hybrid cgroup setup),
 #   - default ulimits within the hard limits (podman's default nofile/nproc of 1048576 needs
@@ -8,18 +9,18 @@
 # Idempotent: a second run changes nothing. The image tests (marker `docker`) run it first.
 set -euo pipefail
 need=()
-for tool in podman buildah runc mmdebstrap; do
+for tool in podman buildah runc catatonit mmdebstrap; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || need+=("$tool")
 done
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
-    echo "setup_podman: ${need[*]} missing; run as root (apt-get install podman buildah runc mmdebstrap)" >&2
+    echo "setup_podman: ${need[*]} missing; run as root (apt-get install podman buildah runc catatonit mmdebstrap)" >&2
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   # runc named explicitly: podman depends on "crun | runc", and crun does not work here.
-  apt-get install -y -qq podman buildah runc mmdebstrap >/dev/null
+  apt-get install -y -qq podman buildah runc catatonit mmdebstrap >/dev/null
 fi
 conf=/etc/containers/containers.conf
 marker="# written by ray docker/setup_podman.sh"
