@@ -6,7 +6,6 @@ import abc
 import fnmatch
 import functools
 import logging
-import ssl
 import threading
 import time
 from collections import defaultdict
@@ -132,20 +131,40 @@ class GcsClient(abc.ABC):
                        on_resync=on_resync)
 
 
-def redis_connection_kwargs(password: str | None, timeout_s: float) -> dict:
-    """The keyword arguments of every redis-py client of the GCS (the main connection,
-    the shards): the cluster secret, the connect timeout and, with ``RAY_USE_TLS`` on,
-    mutual TLS with this process's certificate (the server requires one; host names are
-    not checked, as on every other TLS connection: see ``tls``)."""
-    kwargs: dict = {"password": password, "socket_connect_timeout": timeout_s,
-                    "health_check_interval": 0}
-    cfg = tls.config()
-    if cfg is not None:
+def redis_client(host: str, port: int, password: str | None, timeout_s: float):
+    """A redis-py client of the GCS (the main connection, the shards): the one place their
+    options are set. With ``RAY_USE_TLS`` on, every connection runs mutual TLS through
+    ``tls.client_context()``: this process's certificate, only the cluster CA trusted, host
+    names not checked (as on every other TLS connection: see ``tls``). Not redis-py's own
+    ``ssl=True``: that builds each connection's context from ``ssl.create_default_context()``,
+    which also trusts every CA of the system (any publicly certified server would pass for
+    the GCS) and costs ~40 ms per connection to load here."""
+    import redis
+
+    options: dict = {"host": host, "port": port, "password": password,
+                     "socket_connect_timeout": timeout_s, "health_check_interval": 0}
+    if tls.config() is not None:
         tls.check()  # a missing or unreadable file: fail naming the variable
-        kwargs.update(ssl=True, ssl_certfile=cfg.cert_path, ssl_keyfile=cfg.key_path,
-                      ssl_ca_certs=cfg.ca_path, ssl_cert_reqs="required",
-                      ssl_check_hostname=False, ssl_min_version=ssl.TLSVersion.TLSv1_2)
-    return kwargs
+        options["connection_class"] = _tls_connection_class()
+    return redis.Redis.from_pool(redis.ConnectionPool(**options))
+
+
+@functools.cache
+def _tls_connection_class():
+    from redis.connection import Connection
+
+    class TlsConnection(Connection):
+        """A redis-py connection that runs ``tls.client_context()`` over its socket."""
+
+        def _connect(self):
+            sock = super()._connect()
+            try:
+                return tls.client_context().wrap_socket(sock)
+            except OSError:  # ssl.SSLError too: redis-py reports it as a ConnectionError
+                sock.close()
+                raise
+
+    return TlsConnection
 
 
 class RedisGcs(GcsClient):
@@ -156,8 +175,7 @@ class RedisGcs(GcsClient):
 
         self.address = f"{host}:{port}"
         self._password = password
-        self._redis = redis.Redis(host=host, port=port,
-                                  **redis_connection_kwargs(password, timeout_s))
+        self._redis = redis_client(host, port, password, timeout_s)
         deadline = time.monotonic() + timeout_s
         probed = False
         while True:
@@ -206,16 +224,13 @@ class RedisGcs(GcsClient):
             import json
             import os
 
-            import redis
 
             raw = self._redis.get(keys.REDIS_SHARDS)
             addresses = json.loads(raw) if raw else []
             clients = []
             for address in addresses:
                 host, _, port = address.rpartition(":")
-                clients.append(redis.Redis(
-                    host=host, port=int(port),
-                    **redis_connection_kwargs(self._password, self._timeout_s)))
+                clients.append(redis_client(host, int(port), self._password, self._timeout_s))
             self._shards = clients
             self._my_shard = clients[os.getpid() % len(clients)] if clients else None
         return self._shards
