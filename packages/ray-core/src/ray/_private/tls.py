@@ -1,4 +1,5 @@
-"""Optional TLS on every TCP connection between Ray processes, configured as in Ray:
+"""Optional TLS on every TCP connection between Ray processes (the GCS's Redis and the
+dashboard included), configured as in Ray:
 
     RAY_USE_TLS=1                 turn it on (1/true; 0/false or unset: off)
     RAY_TLS_SERVER_CERT=<pem>     this process's certificate (chain)
@@ -11,6 +12,11 @@ certificate the CA signed. Host names are not checked (nodes come and go under
 addresses that are rarely in their certificates): the CA and then the cluster
 secret (``auth``) decide who is in the cluster. Unix sockets (the processes of
 one node talking to each other) stay plain, as Ray's local sockets do.
+
+The GCS's Redis and the dashboard use the same files: Redis is started with
+``--tls-port`` (``node.start_redis``) and its clients wrap their sockets in
+``client_context()`` (``gcs.client.redis_client``); the dashboard serves HTTPS with
+``server_context()`` (``ray.dashboard.https``) and its clients present our certificate.
 
 Every process reads the variables itself (children inherit them), so a cluster
 must be started with TLS on every node or on none; a mismatch is answered with an
