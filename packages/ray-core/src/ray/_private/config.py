@@ -35,12 +35,12 @@ class RayConfig:
     # Workers started (and kept idle) per node; None = num_cpus.
     num_prestart_workers: int | None = None
     max_idle_workers_factor: float = 2.0
-    # After handling socket traffic, a driver's or worker's I/O thread polls this long
-    # (yielding the CPU between polls) before it sleeps, and so does a thread that
-    # borrows the loop (ray.get, a worker waiting for its next task) at the start of
-    # each wait: on a VM a sleeping thread's vCPU goes idle and waking it costs tens of
-    # microseconds, paid inside the sender's send(), which dominated a ray.get round
-    # trip. An idle process never spins. 0 turns it off.
+    # A thread that borrows the I/O loop (ray.get, a worker waiting for its next task)
+    # polls this long (yielding the CPU between polls) at the start of each wait and
+    # after each message it handled, before it sleeps: on a VM a sleeping thread's vCPU
+    # goes idle and waking it costs tens of microseconds, paid inside the sender's
+    # send(), which dominated a ray.get round trip. The I/O thread itself never spins.
+    # An idle process never spins. 0 turns it off.
     io_spin_us: int = 500
     # Task retries on worker death, default for @ray.remote functions.
     default_max_retries: int = 3
