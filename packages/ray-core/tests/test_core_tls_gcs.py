@@ -223,8 +223,6 @@ class Counter:
         return self.n
 
 
-# Last: a job submitted right after a driver that ran tasks and an actor disconnected
-# sometimes hangs in its ray.get (TLS off as well; reported separately).
 def test_drivers_tasks_and_actors_work_through_the_tls_gcs(tls_head):
     ray.init(address=tls_head["gcs"])
     try:
