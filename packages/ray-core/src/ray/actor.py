@@ -240,6 +240,7 @@ class ActorMethod:
                  call_name: str | None = None, concurrency_group: str | None = None,
                  retry_exceptions: bool | tuple = False, max_task_retries: int | None = None):
         self._handle = handle
+        self._actor_id = handle._actor_id.binary()
         self._name = name
         self._num_returns = num_returns
         self._enable_task_events = enable_task_events
@@ -303,7 +304,7 @@ class ActorMethod:
             self._signature.check(args, kwargs, f"{self._handle._class_name}.{self._name}"
                                   ".remote()")
         refs = _connected_runtime().submit_actor_task(
-            self._handle._actor_id.binary(), self._name, args, kwargs, num_returns,
+            self._actor_id, self._name, args, kwargs, num_returns,
             self._enable_task_events, name=self._call_name,
             concurrency_group=self._concurrency_group, retry_exceptions=self._retry_exceptions,
             max_task_retries=self._max_task_retries)

@@ -353,6 +353,9 @@ class ActorManager:
 
     # -- caller side ----------------------------------------------------------------------
     def _client(self, actor_id: bytes) -> _Client:
+        client = self.clients.get(actor_id)  # (a dict read is atomic: no lock to find one)
+        if client is not None:
+            return client
         with self.lock:
             client = self.clients.get(actor_id)
             if client is not None:
@@ -446,14 +449,11 @@ class ActorManager:
         client = self._client(actor_id)
         encoded = self._objects.encode_args(args, kwargs, method)
         task_id = self._job.ids.next_task_id()
-        with self.lock:
-            client.seq += 1
-            seq = client.seq
         spec = TaskSpec(
             task_id=task_id, job_id=self._job.hex, function_id=b"", name=name or method,
             args=encoded.args, kwarg_names=encoded.kwarg_names, num_returns=num_returns,
             owner=self._peers.address, kind=TaskKind.ACTOR_METHOD, actor_id=actor_id,
-            method=method, seq=seq, submitted_at=self._profiler.submit_stamp(),
+            method=method, submitted_at=self._profiler.submit_stamp(),
             enable_task_events=enable_task_events, concurrency_group=concurrency_group,
         )
         refs = self._objects.new_return_refs(task_id, num_returns)
@@ -469,6 +469,8 @@ class ActorManager:
             if client.state == DEAD:
                 self._ledger.failed(task, client.death_error())
                 return refs
+            client.seq += 1  # (numbered in the order the calls are queued)
+            spec.seq = client.seq
             client.queue.append((task, encoded.deps))
             # Calls made while earlier ones are still running go out together: the loop
             # sends the queue once, soon (the actor is busy meanwhile), instead of one

@@ -70,7 +70,9 @@ def become_actor(executor: TaskExecutor, spec: TaskSpec, prepared: Prepared) -> 
     else:
         init(instance, *prepared.args, **prepared.kwargs)
     _restore_checkpoint(executor, instance)
-    executor.checkpoint_state = [0, time.monotonic()]
+    # None for an actor that does not checkpoint: its calls skip maybe_checkpoint.
+    executor.checkpoint_state = ([0, time.monotonic()] if isinstance(instance, Checkpointable)
+                                 else None)
 
 
 def _new_instance(cls: type, args: list, kwargs: dict) -> Any:
@@ -147,10 +149,11 @@ def _restore_checkpoint(executor: TaskExecutor, instance) -> None:
 
 
 def maybe_checkpoint(executor: TaskExecutor) -> None:
+    """After a call of a ``Checkpointable`` actor (``executor.checkpoint_state`` is set)."""
     instance = executor.actor
-    if not isinstance(instance, Checkpointable):
-        return
     state = executor.checkpoint_state
+    if state is None or not isinstance(instance, Checkpointable):
+        return
     state[0] += 1
     actor_id = executor.context.actor_id
     ctx = CheckpointContext(actor_id, state[0], (time.monotonic() - state[1]) * 1000)

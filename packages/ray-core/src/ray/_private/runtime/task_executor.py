@@ -200,6 +200,7 @@ class TaskExecutor:
         self.actor_class_name: str | None = None
         self.concurrent: actor_worker.ThreadedCalls | actor_worker.AsyncCalls | None = None
         self.checkpoint_state: list | None = None
+        self._method_names: dict[str, str] = {}  # an actor's method -> "Class.method"
         self.exit_requested = False
         # Why the actor exits on purpose (exit_actor, __ray_terminate__), for its callers.
         self.exit_detail = ""
@@ -477,23 +478,31 @@ class TaskExecutor:
             if _setproctitle is not None:  # ps and log prefixes show ray::f
                 _setproctitle(f"ray::{spec.name.rsplit('.', 1)[-1]}")
         ctx.task_id = spec.task_id
+        method_name = None
+        if spec.kind == TaskKind.ACTOR_METHOD:
+            method = spec.method or ""
+            method_name = self._method_names.get(method)
+            if method_name is None:
+                method_name = self._method_names[method] = f"{self.actor_class_name}.{method}"
         if spec.enable_task_events:
             # The name Ray lists: Class.method, f (not module.f), Class.__init__.
             self._profiler.task_events.started(
-                spec.task_id, f"{self.actor_class_name}.{spec.method}"
-                if spec.kind == TaskKind.ACTOR_METHOD else spec.name.rsplit(".", 1)[-1]
-                if spec.kind == TaskKind.NORMAL else spec.name)
-        if spec.kind != TaskKind.ACTOR_METHOD:  # an actor keeps what its creation leased
+                spec.task_id, method_name if method_name is not None
+                else spec.name.rsplit(".", 1)[-1] if spec.kind == TaskKind.NORMAL
+                else spec.name)
+        if method_name is None:  # an actor keeps what its creation leased
             self._set_resource_ids(spec.resource_ids)
             ctx.placement_group = spec.placement_group
         try:
             args, kwargs = self._resolve_args(spec)
-            if spec.kind == TaskKind.ACTOR_METHOD:
+            if method_name is not None:
                 fn = actor_worker.method(self, spec.method or "")
-                name = f"{self.actor_class_name}.{spec.method}"
+                name = method_name
                 # ps shows ray::Class.method, or the name the call was given (.options).
-                ctx.task_name = name if spec.name == spec.method else spec.name
-                self.set_title(f"ray::{ctx.task_name}")
+                title_name = name if spec.name == spec.method else spec.name
+                if title_name != ctx.task_name:
+                    ctx.task_name = title_name
+                    self.set_title(f"ray::{title_name}")
             else:
                 fn = self._job.functions.load(spec.function_id, spec.job_id)
         except BaseException as exc:  # noqa: BLE001 - reported to the owner as the task's error
@@ -623,7 +632,8 @@ class TaskExecutor:
             raise ExitWorker(self.exited_result(spec, prepared))
         done = self.finish(spec, prepared, value=value)
         if kind == TaskKind.ACTOR_METHOD:
-            actor_worker.maybe_checkpoint(self)
+            if self.checkpoint_state is not None:
+                actor_worker.maybe_checkpoint(self)
         elif kind == TaskKind.NORMAL and spec.max_calls:
             fid = spec.function_id
             count = self.calls_per_function[fid] = self.calls_per_function.get(fid, 0) + 1
