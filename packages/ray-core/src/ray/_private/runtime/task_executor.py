@@ -33,6 +33,7 @@ from collections.abc import Callable
 from types import GeneratorType
 from typing import Any
 
+from plasma.errors import StoreConnectionError
 from ray._private import runtime_env, signals
 from ray._private.gcs import keys
 from ray._private.messages import (
@@ -87,6 +88,23 @@ def _span_extra(spec: TaskSpec):
     if spec.submitted_at is None and not deps:
         return spec.task_id
     return (spec.task_id, spec.submitted_at, deps)
+
+
+def _lost_the_store(error: BaseException) -> bool:
+    """Whether ``error`` (or what it was raised from) is this node's object store going
+    away: the node is dying, which is no error of the task's."""
+    return any(isinstance(e, StoreConnectionError)
+               for e in (error, error.__cause__, error.__context__))
+
+
+def _exit_node_gone(name: str, error: BaseException) -> None:
+    """The node's store (in its raylet) is gone, so the node is: this worker ends as it
+    does when its raylet connection drops, instead of reporting the node's death as the
+    task's own error. Its owner sees the worker die, and retries the task elsewhere
+    (``max_retries``) or raises ``WorkerCrashedError``, as Ray does."""
+    logger.error("%s: lost this node's object store (%s); the worker exits", name, error)
+    logging.shutdown()
+    os._exit(1)
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -540,6 +558,8 @@ class TaskExecutor:
 
     def _done(self, spec: TaskSpec, prepared: Prepared, returns: list[ReturnObject],
               error: BaseException | None, yielded: GeneratorReturns | None) -> TaskDone:
+        if error is not None and _lost_the_store(error):
+            _exit_node_gone(prepared.name, error)
         if error is not None and (isinstance(error, KeyboardInterrupt) or self._cancelled
                                   and spec.task_id in self._cancelled):
             error = TaskCancelledError(spec.task_id.hex())
