@@ -312,19 +312,28 @@ def test_a_thread_inside_a_handler_cannot_borrow(loop):
     assert answer["nested"] is None  # handlers must not block; they get no loop to run
 
 
-def _voluntary_switches(tid: int) -> int:
-    with open(f"/proc/self/task/{tid}/status") as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    raise AssertionError("no voluntary_ctxt_switches line")
+class _CountingEpoll:
+    """The loop's epoll set, counting the sleeping polls (timeout != 0) one thread makes."""
+
+    def __init__(self, ep, thread_id: int):
+        self._ep = ep
+        self._thread_id = thread_id
+        self.sleeps = 0
+
+    def poll(self, timeout=-1, maxevents=-1):
+        if timeout != 0 and threading.get_ident() == self._thread_id:
+            self.sleeps += 1
+        return self._ep.poll(timeout, maxevents)
+
+    def __getattr__(self, name):
+        return getattr(self._ep, name)
 
 
 _FEEDER = """
 import socket, sys, time
 import msgpack
 sock = socket.socket(fileno=int(sys.argv[1]))
-time.sleep(0.05)  # past the first spin_s of the borrow
+time.sleep(0.15)  # past the first spin_s of the borrow
 for i in range(int(sys.argv[2])):
     sock.sendall(msgpack.packb([3, "tick", [i]], use_bin_type=True))  # rpc.ONEWAY
     time.sleep(0.01)  # well inside spin_s, far longer than one poll
@@ -334,28 +343,24 @@ for i in range(int(sys.argv[2])):
 def test_a_borrower_keeps_polling_after_each_round_of_events():
     """A long wait fed by a steady stream (the results of a chain of tasks) polls again
     for ``spin_s`` after every message it handled, so the senders never wake it from
-    ``epoll_wait``: the borrowing thread sleeps (voluntary context switches) about once,
-    not once per message."""
-    loop = EventLoop(name="test-io", spin_s=0.03)
+    ``epoll_wait``: the borrowing thread enters a sleeping poll about once, not once per
+    message."""
+    loop = EventLoop(name="test-io", spin_s=0.05)
     loop.start()
     ours, theirs = socket.socketpair()
     got: list[int] = []
     conn = loop.add_connection(ours, lambda write: rpc.RpcPeer(
         write, {"tick": lambda peer, i: got.append(i)}, name="test"))
+    counting = loop._ep = _CountingEpoll(loop._ep, threading.get_ident())
     n = 20
-    # The feeder is another process: a thread of this one would take the GIL from the
-    # borrower at every message, and a GIL wait is a sleep too.
     feeder = subprocess.Popen([sys.executable, "-c", _FEEDER, str(theirs.fileno()), str(n)],
                               pass_fds=[theirs.fileno()])
     try:
-        tid = threading.get_native_id()
-        before = _voluntary_switches(tid)
         assert loop.wait_until(lambda: len(got) == n, timeout_s=20) is True
-        slept = _voluntary_switches(tid) - before
         assert feeder.wait(timeout=20) == 0
         assert got == list(range(n))
         # (a sleep per message, as when only a borrow's first spin_s polled, is >= n)
-        assert slept < n // 2, slept
+        assert counting.sleeps < n // 2, counting.sleeps
     finally:
         conn.close()
         theirs.close()
