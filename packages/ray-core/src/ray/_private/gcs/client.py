@@ -140,9 +140,15 @@ def redis_client(host: str, port: int, password: str | None, timeout_s: float):
     which also trusts every CA of the system (any publicly certified server would pass for
     the GCS) and costs ~40 ms per connection to load here."""
     import redis
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.retry import Retry
 
     options: dict = {"host": host, "port": port, "password": password,
-                     "socket_connect_timeout": timeout_s, "health_check_interval": 0}
+                     "socket_connect_timeout": timeout_s, "health_check_interval": 0,
+                     # What redis.Redis() itself sets (from_pool sets nothing, and a pool's
+                     # connections then never retry): a command rides through a short
+                     # Redis restart instead of failing at once.
+                     "retry": Retry(ExponentialWithJitterBackoff(base=0.01, cap=1), 10)}
     if tls.config() is not None:
         tls.check()  # a missing or unreadable file: fail naming the variable
         options["connection_class"] = _tls_connection_class()
