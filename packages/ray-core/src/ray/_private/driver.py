@@ -95,7 +95,7 @@ def start_driver(address, kwargs: dict, config):
             procs.kill_all()
         raise
     if node_info is None:
-        node_info = _local_node_from_gcs(gcs, kwargs.get("node_ip_address"))
+        node_info = _local_node_from_gcs(gcs, kwargs.get("node_ip_address"), gcs_address)
         if not config.load_code_from_local and gcs.get(
                 keys.kv("cluster", "load_code_from_local")):
             import dataclasses
@@ -276,20 +276,32 @@ def _detect_gpus() -> int:
         return 0
 
 
-def _local_node_from_gcs(gcs, node_ip):
+def _local_node_from_gcs(gcs, node_ip, gcs_address: str | None = None):
+    """The node this driver attaches to: one whose raylet socket is on this machine.
+    Several nodes may share a filesystem (network-namespace hosts, containers, a
+    ``Cluster`` of nodes on 127.0.0.1, 127.0.0.2, ...): the one at ``node_ip`` if given,
+    else the head when it runs here (its address is the GCS host's), else the one at the
+    address this machine reaches the GCS from (as Ray picks its node IP), else at this
+    machine's default-route address, else the first."""
     nodes = {k: v for k, v in gcs.hgetall_obj(keys.NODES).items() if v.get("alive", True)}
     if not nodes:
         raise RayConnectionError("The cluster has no live nodes; start one with `ray start`.")
     candidates = [n for n in nodes.values() if os.path.exists(n["raylet_socket"])]
-    # Several nodes may share a filesystem (network-namespace hosts, containers):
-    # prefer the one with this machine's address.
-    node_ip = node_ip or node_mod.get_node_ip_address()
-    candidates = [n for n in candidates if n["node_ip"] == node_ip] or candidates
     if not candidates:
         raise RayConnectionError(
             "No ray node is running on this machine: a driver connects through its local "
             "raylet. Run `ray start --address=<head address>` here first."
         )
+    if node_ip:
+        wanted = [node_ip]
+    else:
+        gcs_host = (gcs_address or "").rpartition(":")[0]
+        wanted = [gcs_host, node_mod.get_node_ip_address(gcs_host)] if gcs_host else []
+        wanted.append(node_mod.get_node_ip_address())
+    for ip in wanted:
+        matching = [n for n in candidates if n["node_ip"] == ip]
+        if matching:
+            return matching[0]
     return candidates[0]
 
 
