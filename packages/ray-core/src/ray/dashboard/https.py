@@ -42,7 +42,6 @@ class TlsWSGIServer(ThreadedWSGIServer):
         # What werkzeug reads to put "https" in the WSGI environment and to log TLS
         # errors quietly; the listening socket itself stays plain (see the docstring).
         self.ssl_context = context
-        self._context = context
 
     def process_request_thread(self, request, client_address) -> None:
         secured = self._secure(request, client_address)
@@ -57,7 +56,7 @@ class TlsWSGIServer(ThreadedWSGIServer):
             if first and first[0] != _TLS_HANDSHAKE_RECORD:
                 _refuse_plain_http(request)
                 raise ConnectionError("a plain HTTP request on the HTTPS port")
-            secured = self._context.wrap_socket(request, server_side=True)
+            secured = self.ssl_context.wrap_socket(request, server_side=True)
             secured.settimeout(None)
             return secured
         except (ssl.SSLError, OSError) as exc:

@@ -149,7 +149,8 @@ def _restore_checkpoint(executor: TaskExecutor, instance) -> None:
 
 
 def maybe_checkpoint(executor: TaskExecutor) -> None:
-    """After a call of a ``Checkpointable`` actor (``executor.checkpoint_state`` is set)."""
+    """After a call of a ``Checkpointable`` actor: ``become_actor`` sets
+    ``executor.checkpoint_state`` only for those (the isinstance narrows the type)."""
     instance = executor.actor
     state = executor.checkpoint_state
     if state is None or not isinstance(instance, Checkpointable):

@@ -11,7 +11,7 @@ placement group, actor): it is the only writer.
 ``ray.cancel``: a ``cancel_task`` message marks the task; one not started yet is
 answered with ``TaskCancelledError``, a running one is interrupted by a SIGINT to the
 main thread whose handler raises only while that task still runs (``force``: the
-worker exits). Generator tasks: ``GeneratorReturns`` stores each yielded value as it
+worker exits). Generator tasks: ``generator_returns.GeneratorReturns`` stores each yielded value as it
 comes (streaming: sent to the owner at once as a ``GeneratorItem``; with backpressure the
 task then pauses while that many values are not taken, as the owner's
 ``generator_consumed`` messages say).
@@ -20,7 +20,6 @@ task then pauses while that many values are not taken, as the owner's
 from __future__ import annotations
 
 import atexit
-import inspect
 import logging
 import os
 import queue
@@ -37,23 +36,21 @@ from plasma.errors import StoreConnectionError
 from ray._private import runtime_env, signals
 from ray._private.gcs import keys
 from ray._private.messages import (
-    NUM_RETURNS_STREAMING,
     ActorExited,
     CancelTask,
-    GeneratorItem,
     Inline,
     InlineArg,
     ReturnObject,
     TaskDone,
     TaskKind,
     TaskSpec,
-    item_id,
 )
 from ray._private.rpc import RpcPeer
 from ray._private.runtime import actor_worker
 from ray._private.runtime import serialization as ser
 from ray._private.runtime.actor_worker import ExitWorker, reply
 from ray._private.runtime.context import JobState, TaskContext
+from ray._private.runtime.generator_returns import GeneratorReturns
 from ray._private.runtime.objects import NOT_LOCAL, ObjectClient
 from ray._private.runtime.profiler import Profiler
 from ray.exceptions import (
@@ -131,69 +128,6 @@ class Prepared:
         self.kwargs = kwargs
         self.started = started
         self.name = name
-
-
-class GeneratorReturns:
-    """The values a streaming or dynamic generator task yields, stored as they come: a
-    streaming task's go to its owner at once (``generator_item``), a dynamic one's ride
-    in its ``TaskDone`` after the task's own return."""
-
-    def __init__(self, executor: TaskExecutor, spec: TaskSpec, name: str):
-        self._executor = executor
-        self._spec = spec
-        self._name = name
-        self._streaming = spec.num_returns == NUM_RETURNS_STREAMING
-        self._backpressure = spec.generator_backpressure if self._streaming else 0
-        self.items: list[ReturnObject] = []
-        self.count = 0
-
-    def add(self, value: Any) -> None:
-        spec = self._spec
-        executor = self._executor
-        executor.check_cancelled(spec.task_id)
-        stored = executor._objects.store_return(item_id(spec.task_id, self.count), value)
-        if self._streaming:
-            executor._notify_owner(spec.owner, "generator_item",
-                                   GeneratorItem(spec.task_id, self.count, stored).to_wire())
-        else:
-            self.items.append(stored)
-        self.count += 1
-        if self._backpressure:  # the generator is not resumed until its caller catches up
-            executor.wait_consumed(spec.task_id, self.count, self._backpressure)
-
-    def drain(self, values: Any) -> BaseException | None:
-        """Store every value of a sync generator; the error it raised, if any."""
-        if not inspect.isgenerator(values):
-            return TypeError(
-                f"{self._name} was called with num_returns='streaming'/'dynamic' but returned "
-                f"a {type(values).__name__}, not a generator: use yield, or a fixed "
-                "num_returns.")
-        if self._backpressure:
-            self._executor.track_consumed(self._spec.task_id, True)
-        try:
-            for value in values:
-                self.add(value)
-        except Exception as exc:  # noqa: BLE001 - the task's error, after its values
-            return exc
-        finally:
-            if self._backpressure:
-                self._executor.track_consumed(self._spec.task_id, False)
-        return None
-
-    async def drain_async(self, values: Any) -> BaseException | None:
-        """The same for an async generator (an async actor's method)."""
-        try:
-            async for value in values:
-                self.add(value)
-        except Exception as exc:  # noqa: BLE001 - the task's error, after its values
-            return exc
-        return None
-
-    def returns(self) -> list[ReturnObject]:
-        """The task's own return (None; the owner makes it a DynamicObjectRefGenerator
-        for a dynamic task), then a dynamic task's values."""
-        own = self._executor._objects.store_return(self._spec.return_ids()[0], None)
-        return [own, *self.items]
 
 
 class TaskExecutor:
@@ -514,7 +448,7 @@ class TaskExecutor:
         try:
             args, kwargs = self._resolve_args(spec)
             if method_name is not None:
-                fn = actor_worker.method(self, spec.method or "")
+                fn = actor_worker.method(self, method)
                 name = method_name
                 # ps shows ray::Class.method, or the name the call was given (.options).
                 title_name = name if spec.name == spec.method else spec.name
@@ -534,7 +468,8 @@ class TaskExecutor:
         if error is None:
             try:
                 if spec.num_returns < 0:  # streaming or dynamic: values one by one
-                    yielded = GeneratorReturns(self, spec, prepared.name)
+                    yielded = GeneratorReturns(self, self._objects, self._notify_owner, spec,
+                                            prepared.name)
                     error = yielded.drain(value)
                 elif type(value) is GeneratorType:  # a generator with a fixed num_returns
                     returns, error = self._generator_returns(
@@ -549,7 +484,7 @@ class TaskExecutor:
     async def finish_async_generator(self, spec: TaskSpec, prepared: Prepared,
                                      values: Any) -> TaskDone:
         """``finish`` for an async generator (an async actor's method), on its loop."""
-        yielded = GeneratorReturns(self, spec, prepared.name)
+        yielded = GeneratorReturns(self, self._objects, self._notify_owner, spec, prepared.name)
         try:
             error = await yielded.drain_async(values)
         except BaseException as exc:  # noqa: BLE001 - e.g. unpicklable: the task's error
