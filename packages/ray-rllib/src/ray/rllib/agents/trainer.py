@@ -96,6 +96,7 @@ class Trainer(Trainable):
         # reported as ``<name>_time_ms`` in result["timers"] and result["info"].
         self._timers: dict = collections.defaultdict(TimerStat)
         self._init(self.config, self.env_creator)
+        torch.set_num_threads(self._learner_threads())
         if self.config["evaluation_interval"]:
             eval_config = merge_dicts(self.config, self.config["evaluation_config"])
             eval_config["batch_mode"] = "complete_episodes"
@@ -118,6 +119,24 @@ class Trainer(Trainable):
         """Build workers (and anything else the algorithm needs)."""
         self.workers = self._make_workers(env_creator, self._policy, config,
                                           config["num_workers"])
+
+    # True where remote workers keep sampling while the driver learns (asynchronous
+    # algorithms, or ``sample_async``); False where each iteration samples, then learns.
+    _workers_sample_while_learning = False
+
+    def _learner_threads(self) -> int:
+        """Intra-op threads for the driver's learning: its own ``num_cpus_for_driver``,
+        plus, when sampling and learning take turns, the CPUs reserved for this trainer's
+        remote workers on this node (idle while the driver learns). More would only
+        contend with the workers, and with other trials on the machine."""
+        threads = float(self.config["num_cpus_for_driver"])
+        remote = [] if self._workers_sample_while_learning or self.config["sample_async"] \
+            or self.workers is None else self.workers.remote_workers()
+        if remote:
+            here = ray.get_runtime_context().get_node_id()
+            nodes = ray.get([w.apply.remote(_node_id) for w in remote])
+            threads += self.config["num_cpus_per_worker"] * nodes.count(here)
+        return max(1, min(int(threads), os.cpu_count() or 1))
 
     def _make_workers(self, env_creator, policy, config, num_workers) -> WorkerSet:
         return WorkerSet(env_creator, policy, config, num_workers, logdir=self.logdir)
@@ -305,6 +324,10 @@ class _ResultsDirCreator:
 
     def close(self):
         pass
+
+
+def _node_id(_worker) -> str:
+    return ray.get_runtime_context().get_node_id()
 
 
 def _check_input(source) -> None:

@@ -101,6 +101,42 @@ class DiagGaussian(ActionDistribution):
         ).sum(-1)
 
 
+def _categorical_numpy(inputs: np.ndarray, rng: np.random.Generator, explore: bool):
+    """``Categorical``'s sample (Gumbel-max, as there) and its log-probability, in numpy."""
+    shifted = inputs - inputs.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    if explore:
+        uniform = np.maximum(rng.random(log_probs.shape, dtype=np.float32), 1e-20)
+        actions = (log_probs - np.log(-np.log(uniform))).argmax(axis=-1)
+    else:
+        actions = log_probs.argmax(axis=-1)
+    return actions, np.take_along_axis(log_probs, actions[:, None], axis=-1)[:, 0]
+
+
+def _diag_gaussian_numpy(inputs: np.ndarray, rng: np.random.Generator, explore: bool):
+    """``DiagGaussian``'s sample and its log-density, in numpy."""
+    mean, log_std = np.split(inputs, 2, axis=-1)
+    std = np.exp(log_std)
+    actions = mean + std * rng.standard_normal(mean.shape, dtype=np.float32) if explore \
+        else mean
+    logp = (-0.5 * (((actions - mean) / std) ** 2).sum(-1)
+            - np.float32(0.5 * np.log(2.0 * np.pi) * mean.shape[-1]) - log_std.sum(-1))
+    return actions, logp
+
+
+def numpy_sampler(dist_class):
+    """``f(inputs, rng, explore) -> (actions, logp)`` on float32 numpy model outputs,
+    drawing what ``dist_class(inputs).sample()`` (or ``deterministic_sample()``) would,
+    or None where ``dist_class`` (or what a subclass overrides) has no numpy version."""
+    for base, sampler in ((Categorical, _categorical_numpy),
+                          (DiagGaussian, _diag_gaussian_numpy)):
+        if isinstance(dist_class, type) and issubclass(dist_class, base) and all(
+                getattr(dist_class, name) is getattr(base, name)
+                for name in ("__init__", "sample", "deterministic_sample", "logp")):
+            return sampler
+    return None
+
+
 class Deterministic(ActionDistribution):
     """Always the model output itself (DDPG-style policies)."""
 

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ray.rllib.models.numpy_inference import numpy_mlp
 from ray.rllib.models.pytorch.model import TorchModel
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "linear": nn.Identity}
@@ -69,6 +70,26 @@ class FullyConnectedNetwork(TorchModel):
         if self.free_log_std:
             logits = torch.cat([logits, self.log_std.expand_as(logits)], dim=-1)
         return logits, features, self.value(features).squeeze(-1), hidden_state
+
+    def numpy_actor(self):
+        if type(self)._forward is not FullyConnectedNetwork._forward:
+            return None  # a subclass computes something else
+        trunk = numpy_mlp(self.trunk) if self.trunk is not None else None
+        logits, value = numpy_mlp(self.logits), numpy_mlp(self.value)
+        if logits is None or value is None or (self.trunk is not None and trunk is None):
+            return None
+        log_std = self.log_std.detach().numpy() if self.free_log_std else None
+
+        def act(obs: np.ndarray):
+            x = obs.reshape(obs.shape[0], -1).astype(np.float32, copy=False)
+            features = trunk(x) if trunk is not None else x
+            outputs = logits(features)
+            if log_std is not None:
+                outputs = np.concatenate(
+                    [outputs, np.broadcast_to(log_std, outputs.shape)], axis=-1)
+            return outputs, value(features)[:, 0]
+
+        return act
 
 
 def _default_conv_filters(shape):

@@ -8,7 +8,9 @@ import threading
 import numpy as np
 import torch
 
+from ray.rllib.models.action_dist import numpy_sampler
 from ray.rllib.models.catalog import model_initial_state
+from ray.rllib.models.pytorch.model import TorchModel
 from ray.rllib.models.preprocessors import restore_original_dimensions
 from ray.rllib.policy.policy import Policy
 from ray.rllib.policy.recurrent import chop_into_sequences
@@ -40,6 +42,11 @@ class TorchPolicy(Policy):
         self._optimizer = self.optimizer()
         self._initial_state = model_initial_state(model)
         self.global_timestep = 0
+        # Sampling without torch (see _fast_actor), built on first use: (model it was
+        # built for, model's numpy actor, distribution's numpy sampler) or None.
+        self._fast: tuple | None = None
+        self._fast_for = None
+        self._np_rng: np.random.Generator | None = None
 
     def to_device(self, device) -> None:
         """Move the model (and any ``target_model``) to ``device``; the optimizer keeps
@@ -54,6 +61,7 @@ class TorchPolicy(Policy):
                     if isinstance(value, torch.Tensor) and value.dim() > 0:
                         state[key] = value.to(device)
             self.device = device
+            self._fast_for = None  # decide again for the new device
 
     # --- acting -----------------------------------------------------------------------------
 
@@ -61,6 +69,14 @@ class TorchPolicy(Policy):
                         prev_reward_batch=None, info_batch=None, episodes=None, explore=None,
                         **kwargs):
         explore = self.config.get("explore", True) if explore is None else explore
+        fast = self._fast if self._fast_for is self.model else self._fast_actor()
+        if fast is not None and not state_batches:
+            with self.lock:
+                outputs, values = fast[0](np.asarray(obs_batch))
+            actions, logp = fast[1](outputs, self._np_rng, explore)
+            return actions, [], {SampleBatch.ACTION_DIST_INPUTS: outputs,
+                                 SampleBatch.ACTION_LOGP: logp,
+                                 SampleBatch.VF_PREDS: values}
         with self.lock, torch.no_grad():
             obs = torch.as_tensor(np.asarray(obs_batch), dtype=torch.float32, device=self.device)
             input_dict = self._input_dict(obs, prev_action_batch, prev_reward_batch)
@@ -84,6 +100,27 @@ class TorchPolicy(Policy):
 
     def extra_action_out(self, input_dict, state_batches, model) -> dict:
         return {}
+
+    def _fast_actor(self) -> tuple | None:
+        """Decide (once per model and device) whether actions can be computed in numpy:
+        a model with a numpy actor (the built-in fully connected net) on the CPU, without
+        recurrent state, a Categorical or DiagGaussian distribution, and no extra action
+        outputs. It computes the same outputs, values, log-probabilities and the same
+        distribution of actions as the torch path, without torch's per-operator cost
+        (the random draws come from a generator seeded from torch's, so a seeded run
+        stays reproducible)."""
+        fast = None
+        if (self.device.type == "cpu" and not self._initial_state
+                and isinstance(self.model, TorchModel)
+                and type(self).extra_action_out is TorchPolicy.extra_action_out):
+            actor, sampler = self.model.numpy_actor(), numpy_sampler(self.dist_class)
+            if actor is not None and sampler is not None:
+                fast = (actor, sampler)
+                if self._np_rng is None:
+                    self._np_rng = np.random.default_rng(
+                        int(torch.randint(0, 2**62, ()).item()))
+        self._fast, self._fast_for = fast, self.model
+        return fast
 
     def value(self, obs: np.ndarray, state=None) -> float:
         """V(obs) for one observation (used to bootstrap truncated trajectories)."""

@@ -50,9 +50,7 @@ def build_torch_policy(name, loss_fn, get_default_config=None, stats_fn=None,
         return TorchPolicy.extra_grad_process(self)
 
     def extra_action_out(self, input_dict, state_batches, model):
-        if extra_action_out_fn:
-            return extra_action_out_fn(self, input_dict, state_batches, model)
-        return {}
+        return extra_action_out_fn(self, input_dict, state_batches, model)
 
     def optimizer(self):
         if optimizer_fn:
@@ -66,11 +64,12 @@ def build_torch_policy(name, loss_fn, get_default_config=None, stats_fn=None,
         "__init__": __init__,
         "postprocess_trajectory": postprocess_trajectory,
         "extra_grad_process": extra_grad_process,
-        "extra_action_out": extra_action_out,
         "optimizer": optimizer,
         "extra_grad_info": extra_grad_info,
         "__module__": sys._getframe(1).f_globals.get("__name__", __name__),
     }
+    if extra_action_out_fn:  # else TorchPolicy's: no extra outputs
+        namespace["extra_action_out"] = extra_action_out
     bases = tuple(mixins or ()) + (TorchPolicy,)
     cls = type(name, bases, namespace)
     cls.__qualname__ = name

@@ -119,6 +119,7 @@ class A2CTrainer(Trainer):
 
 
 class A3CTrainer(Trainer):
+    _workers_sample_while_learning = True
     _name = "A3C"
     _default_config = DEFAULT_CONFIG
     _policy = A3CTorchPolicy

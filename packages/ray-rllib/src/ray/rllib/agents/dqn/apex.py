@@ -47,6 +47,7 @@ def apex_optimizer_args(config: dict) -> dict:
 
 
 class ApexTrainer(DQNTrainer):
+    _workers_sample_while_learning = True
     _name = "APEX"
     _default_config = APEX_DEFAULT_CONFIG
 

@@ -274,6 +274,7 @@ class Adam:
 
 class ESTrainer(Trainer):
     """Derivative-free: no RolloutWorkers, no SGD; workers are ES ``Worker`` actors."""
+    _workers_sample_while_learning = True
 
     _name = "ES"
     _default_config = DEFAULT_CONFIG

@@ -194,6 +194,7 @@ def make_async_optimizer(workers, config: dict) -> AsyncSamplesOptimizer:
 
 
 class ImpalaTrainer(Trainer):
+    _workers_sample_while_learning = True
     _name = "IMPALA"
     _default_config = DEFAULT_CONFIG
     _policy = VTraceTorchPolicy

@@ -40,6 +40,13 @@ class TorchModel(nn.Module):
     def get_initial_state(self) -> list:
         return []
 
+    def numpy_actor(self):
+        """A function ``obs_flat -> (outputs, values)`` on float32 numpy batches that
+        computes what ``forward`` and ``value_function`` would, for sampling without
+        torch's per-operator overhead; None (the default) where the model has none.
+        Only asked for models on the CPU without recurrent state."""
+        return None
+
     def custom_loss(self, policy_loss, loss_inputs):
         """Override to add losses of the model's own (Ray 0.7's documented hook).
 
