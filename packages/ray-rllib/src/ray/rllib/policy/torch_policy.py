@@ -10,8 +10,8 @@ import torch
 
 from ray.rllib.models.action_dist import numpy_sampler
 from ray.rllib.models.catalog import model_initial_state
-from ray.rllib.models.pytorch.model import TorchModel
 from ray.rllib.models.preprocessors import restore_original_dimensions
+from ray.rllib.models.pytorch.model import TorchModel
 from ray.rllib.policy.policy import Policy
 from ray.rllib.policy.recurrent import chop_into_sequences
 from ray.rllib.policy.sample_batch import SampleBatch
