@@ -105,3 +105,33 @@ def test_the_node_with_most_cpus_free_still_wins_over_a_tie_break():
     sched.update_remote({**_cluster(10), "big": RemoteNode({"CPU": 4.0}, {"CPU": 4.0})})
     [spill] = sched.submit(_request(1))
     assert spill.node_id == "big"
+
+
+# -- how many more requests the owner may send: the spillback's room ---------------------
+
+
+def test_a_spillback_says_how_much_room_the_view_shows_besides_its_target():
+    sched = LeaseScheduler(NodeResources({"CPU": 1}))
+    nodes = _cluster(5)
+    nodes["wide"] = RemoteNode({"CPU": 4.0}, {"CPU": 4.0})
+    sched.update_remote(nodes)
+    assert isinstance(sched.submit(_request(0))[0], Grant)  # this node first
+    rooms = [d.room for i in range(1, 10) for d in sched.submit(_request(i))]
+    assert rooms == [8, 7, 6, 5, 4, 3, 2, 1, 0]  # 5 one-CPU nodes + 4 CPUs on "wide"
+    assert sched.submit(_request(10)) == [] and len(sched.queue) == 1
+
+
+def test_queued_requests_spilled_on_a_fresh_view_carry_its_room():
+    sched = LeaseScheduler(NodeResources({"CPU": 1}))
+    assert isinstance(sched.submit(_request(0))[0], Grant)
+    assert sched.submit(_request(1)) == []  # no other node known yet: it queues
+    [spill] = sched.update_remote(_cluster(3))
+    assert isinstance(spill, Spillback) and spill.room == 2
+
+
+def test_the_room_travels_on_the_wire_and_old_replies_still_parse():
+    address = RayletAddress("ab", "127.0.0.1", 1234)
+    wire = LeaseSpillback(address, True, 41).to_wire()
+    reply = lease_reply_from_wire(wire)
+    assert isinstance(reply, LeaseSpillback) and reply.room == 41 and reply.grant_or_reject
+    assert lease_reply_from_wire(wire[:3]).room == 0

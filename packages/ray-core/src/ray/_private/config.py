@@ -28,6 +28,9 @@ class RayConfig:
     pipeline_target_s: float = 0.002
     # Lease requests an owner keeps outstanding per resource shape.
     max_pending_lease_requests: int = 8
+    # More lease requests a task queue may have in flight while spillbacks report free
+    # room for its shape on other nodes (at most this many more).
+    max_lease_requests_for_room: int = 256
     heartbeat_period_s: float = 0.5
     # A node silent for this long is marked dead by the monitor.
     heartbeat_timeout_s: float = 10.0

@@ -615,17 +615,20 @@ class LeaseGranted:
 
 class LeaseSpillback:
     """Ask this other raylet instead (it has, or can ever have, the resources).
-    ``grant_or_reject``: it looked free, so ask it with ``grant_or_reject`` set."""
+    ``grant_or_reject``: it looked free, so ask it with ``grant_or_reject`` set.
+    ``room``: how many more requests of this shape the raylet's view of the cluster has
+    free resources for (the owner may have that many more in flight)."""
 
-    __slots__ = ("raylet", "grant_or_reject")
+    __slots__ = ("raylet", "grant_or_reject", "room")
     KIND = 1
 
-    def __init__(self, raylet: RayletAddress, grant_or_reject: bool = False):
+    def __init__(self, raylet: RayletAddress, grant_or_reject: bool = False, room: int = 0):
         self.raylet = raylet
         self.grant_or_reject = grant_or_reject
+        self.room = room
 
     def to_wire(self) -> list:
-        return [self.KIND, self.raylet.to_wire(), self.grant_or_reject]
+        return [self.KIND, self.raylet.to_wire(), self.grant_or_reject, self.room]
 
 
 class LeaseRejected:
@@ -666,7 +669,8 @@ def lease_reply_from_wire(wire: Any) -> LeaseReply:
                             node_id)
     if kind == LeaseSpillback.KIND:
         return LeaseSpillback(RayletAddress.from_wire(fields[1]),
-                              bool(fields[2]) if len(fields) > 2 else False)
+                              bool(fields[2]) if len(fields) > 2 else False,
+                              int(fields[3]) if len(fields) > 3 else 0)
     if kind == LeaseRejected.KIND:
         return LeaseRejected()
     if kind == LeaseFailed.KIND:

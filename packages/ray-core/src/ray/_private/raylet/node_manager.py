@@ -421,7 +421,7 @@ class NodeManager:
                 del self.pending[req.request_id]
                 self.lease_envs.pop(req.request_id, None)
                 deferred.resolve(messages.LeaseSpillback(
-                    self._raylet_address(d.node_id), d.grant_or_reject).to_wire())
+                    self._raylet_address(d.node_id), d.grant_or_reject, d.room).to_wire())
             elif isinstance(d, Rejected):
                 del self.pending[req.request_id]
                 self.lease_envs.pop(req.request_id, None)

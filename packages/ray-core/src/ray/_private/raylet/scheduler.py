@@ -49,6 +49,10 @@ class Spillback:
     # Chosen because our view shows it free now (not only able to fit it ever): the
     # request goes there as grant_or_reject.
     grant_or_reject: bool = False
+    # How many other nodes our view shows with room for this shape now, besides the
+    # target: the owner may keep that many more requests in flight (a large cluster
+    # fills in one round of requests, not in rounds of the default few).
+    room: int = 0
 
 
 @dataclasses.dataclass
@@ -97,10 +101,10 @@ class LeaseScheduler:
         if req.grant_or_reject:
             return [Rejected(req)]
         if not req.spilled:
-            target = self._node_with_available(req.shape)
+            target, room = self._nodes_with_room(req.shape)
             if target is not None:
                 self._reserve_remote(target, req.shape)
-                return [Spillback(req, target, grant_or_reject=True)]
+                return [Spillback(req, target, grant_or_reject=True, room=room)]
         if self.resources.feasible(req.shape):
             self.queue.append(req)
             return []
@@ -139,12 +143,12 @@ class LeaseScheduler:
                 decisions.append(Grant(req, alloc))
                 continue
             if not req.spilled:
-                target = self._node_with_available(req.shape)
+                target, room = self._nodes_with_room(req.shape)
                 now = target is not None
                 if target is None and not self.resources.feasible(req.shape):
                     target = self._node_feasible(req.shape)
                 if target is not None:
-                    decisions.append(Spillback(req, target, grant_or_reject=now))
+                    decisions.append(Spillback(req, target, grant_or_reject=now, room=room))
                     self._reserve_remote(target, req.shape)
                     continue
             remaining.append(req)
@@ -172,21 +176,26 @@ class LeaseScheduler:
         self._spread_turn += 1
         return nodes[self._spread_turn % len(nodes)] or None
 
-    def _node_with_available(self, shape) -> str | None:
-        """The node with the most CPUs free among those with room for ``shape`` now (a
-        random one of them on a tie)."""
+    def _nodes_with_room(self, shape) -> tuple[str | None, int]:
+        """``(target, room)``: the node with the most CPUs free among those with room for
+        ``shape`` now (a random one of them on a tie), and how many more requests of
+        ``shape`` the nodes' free resources fit besides this one."""
         best: list[str] = []
         best_score = None
+        slots = 0
+        sized = [(k, v) for k, v in shape.items() if v > 0]
         for node_id, node in self.remote.items():
             if all(node.available.get(k, 0) >= v - 1e-9 for k, v in shape.items()):
+                slots += min((int((node.available.get(k, 0) + 1e-9) // v) for k, v in sized),
+                             default=1)
                 score = node.available.get("CPU", 0)
                 if best_score is None or score > best_score:
                     best, best_score = [node_id], score
                 elif score == best_score:
                     best.append(node_id)
         if not best:
-            return None
-        return best[0] if len(best) == 1 else self._rng.choice(best)
+            return None, 0
+        return (best[0] if len(best) == 1 else self._rng.choice(best)), slots - 1
 
     def _node_feasible(self, shape) -> str | None:
         for node_id, node in self.remote.items():

@@ -125,6 +125,9 @@ class _Owned:
         if error is not None:
             self.manager._mark_dead(self.actor_id, str(error))
 
+    def lease_spilled(self, room: int) -> None:
+        pass  # one lease per actor: room elsewhere changes nothing
+
 
 class ActorManager:
     def __init__(self, *, leases: LeaseClient, ledger: TaskLedger, objects: ObjectClient,

@@ -90,6 +90,9 @@ class Lease:
 class LeaseHandler(Protocol):
     def lease_granted(self, lease: Lease) -> None: ...
 
+    def lease_spilled(self, room: int) -> None:
+        """A raylet sent the request on, seeing free resources for ``room`` more."""
+
     def lease_failed(self, error: Exception | None) -> None:
         """The request ended without a worker; None: because this process is shutting down."""
 
@@ -199,6 +202,7 @@ class _Attempt:
                 self._retry_soon()
                 return
             self._send(other, spilled=True, grant_or_reject=reply.grant_or_reject)
+            self.handler.lease_spilled(reply.room)
         elif type(reply) is LeaseRejected:
             # Spilled there on a view older than its last grant: our raylet (which counted
             # that node as taken) places it again, or queues it.

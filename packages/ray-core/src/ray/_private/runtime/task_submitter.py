@@ -83,6 +83,9 @@ class ShapeQueue:
         self.pending: deque[PendingTask] = deque()
         self.leases: dict[bytes, _TaskLease] = {}
         self.lease_requests = 0
+        # Free room for this shape elsewhere, as the last spillback reported it: that
+        # many lease requests may be in flight beyond max_pending_lease_requests.
+        self.room = 0
 
     # LeaseHandler: outcomes of this queue's lease requests (on the I/O thread).
     def lease_granted(self, lease: Lease) -> None:
@@ -90,6 +93,9 @@ class ShapeQueue:
 
     def lease_failed(self, error: Exception | None) -> None:
         self.submitter._lease_failed(self, error)
+
+    def lease_spilled(self, room: int) -> None:
+        self.submitter._lease_spilled(self, room)
 
 
 class TaskSubmitter:
@@ -194,7 +200,8 @@ class TaskSubmitter:
             outbox = self._outbox
             for worker_id, specs in batches.items():
                 outbox.append((q.leases[worker_id].lease.worker, specs))
-        wanted = min(len(q.pending), self._cfg.max_pending_lease_requests)
+        wanted = min(len(q.pending), self._cfg.max_pending_lease_requests
+                     + min(q.room, self._cfg.max_lease_requests_for_room))
         while q.lease_requests < wanted:
             q.lease_requests += 1
             self._request_lease(q)
@@ -308,6 +315,16 @@ class TaskSubmitter:
             self._by_worker[lease.worker_id] = held
             self._by_peer[lease.worker] = held
             self._dispatch(q)
+        self._send()
+
+    def _lease_spilled(self, q: ShapeQueue, room: int) -> None:
+        """A request was sent on to a free node: with room for more out there, ask for
+        more leases at once (a large cluster is reached in one round of requests)."""
+        with self.lock:
+            grew = room > q.room
+            q.room = room
+            if grew and q.pending:
+                self._dispatch(q)
         self._send()
 
     def _lease_failed(self, q: ShapeQueue, error: Exception | None) -> None:
