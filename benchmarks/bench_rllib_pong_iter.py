@@ -22,9 +22,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
+
+from alternate import alternate  # same directory
 
 PEER = "/work/peer/ray260/bin/python"
 CONV = [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]]
@@ -120,18 +120,8 @@ def main(argv=None) -> None:
         record = (run_ours if args.only == "ours" else run_peer)(args.iters)
         print(json.dumps(record), flush=True)
         return
-    for _ in range(args.rounds):
-        for who, python in (("ours", sys.executable), ("peer", args.peer)):
-            try:
-                out = subprocess.run([python, __file__, "--only", who, "--iters",
-                                      str(args.iters)], capture_output=True, text=True,
-                                     timeout=args.timeout)
-            except subprocess.TimeoutExpired:
-                print(json.dumps({"who": who, "timed_out_s": args.timeout}), flush=True)
-                continue
-            lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-            print(lines[-1] if lines else json.dumps(
-                {"who": who, "error": out.stderr[-2000:]}), flush=True)
+    alternate(__file__, ["--iters", str(args.iters)], args.peer, args.rounds,
+              args.timeout)
 
 
 if __name__ == "__main__":

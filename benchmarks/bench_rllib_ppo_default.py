@@ -19,9 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
+
+from alternate import alternate  # same directory
 
 PEER = "/work/peer/ray260/bin/python"
 
@@ -99,19 +99,8 @@ def main(argv=None) -> None:
         record = (run_ours if args.only == "ours" else run_peer)(args.steps, args.seed)
         print(json.dumps(record), flush=True)
         return
-    for _ in range(args.rounds):
-        for who, python in (("ours", sys.executable), ("peer", args.peer)):
-            try:
-                out = subprocess.run([python, __file__, "--only", who, "--steps",
-                                      str(args.steps), "--seed", str(args.seed)],
-                                     capture_output=True, text=True, timeout=args.timeout)
-            except subprocess.TimeoutExpired:
-                print(json.dumps({"who": who, "timed_out_s": args.timeout,
-                                  "load": os.getloadavg()[0]}), flush=True)
-                continue
-            lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-            print(lines[-1] if lines else json.dumps(
-                {"who": who, "error": out.stderr[-2000:]}), flush=True)
+    alternate(__file__, ["--steps", str(args.steps), "--seed", str(args.seed)], args.peer, args.rounds,
+              args.timeout)
 
 
 if __name__ == "__main__":
