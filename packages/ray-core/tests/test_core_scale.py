@@ -53,8 +53,9 @@ def big_cluster():
 
 def _spread(count: int, alive: set[str], rounds: int = 8) -> set[str]:
     """Run rounds of ``count`` 50 ms tasks until every node in ``alive`` ran one (or
-    ``rounds`` ran); the nodes that ran them. On this 2-core machine one round may end
-    before the owner's leases (8 requests in flight at a time) reached every node."""
+    ``rounds`` ran); the nodes that ran them. The owner keeps 8 lease requests in flight
+    plus the room spillbacks report, so one round usually reaches every node; on this
+    2-core machine a round may still end before the last leases are granted."""
     nodes: set[str] = set()
     for _ in range(rounds):
         nodes |= set(ray.get([where.remote() for _ in range(count)], timeout=300))
