@@ -73,3 +73,16 @@ def test_the_extra_requests_are_capped_and_never_exceed_the_queued_tasks():
         few.submit(_task(i), {"CPU": 1.0}, [])
     few_leases.requests[0].lease_spilled(500)
     assert len(few_leases.requests) == 12  # one per queued task
+
+
+def test_requests_beyond_the_queued_tasks_stop_travelling():
+    submitter, leases = _submitter()
+    for i in range(1000):
+        submitter.submit(_task(i), {"CPU": 1.0}, [])
+    queue = leases.requests[0]
+    queue.lease_spilled(98)
+    assert queue.lease_wanted()  # 106 requests for 1,000 tasks
+    queue.pending.clear()  # the work ran out (ran elsewhere, or was cancelled)
+    assert not queue.lease_wanted()
+    queue.lease_failed(None)  # what the lease client does then: the count goes down
+    assert queue.lease_requests == 105

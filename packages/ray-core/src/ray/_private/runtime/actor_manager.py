@@ -128,6 +128,9 @@ class _Owned:
     def lease_spilled(self, room: int) -> None:
         pass  # one lease per actor: room elsewhere changes nothing
 
+    def lease_wanted(self) -> bool:
+        return True  # the actor waits for this one lease
+
 
 class ActorManager:
     def __init__(self, *, leases: LeaseClient, ledger: TaskLedger, objects: ObjectClient,

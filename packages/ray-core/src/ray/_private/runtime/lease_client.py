@@ -93,8 +93,13 @@ class LeaseHandler(Protocol):
     def lease_spilled(self, room: int) -> None:
         """A raylet sent the request on, seeing free resources for ``room`` more."""
 
+    def lease_wanted(self) -> bool:
+        """Whether a request sent on (spilled or rejected) should still travel: False
+        ends it (``lease_failed(None)``) instead of leasing a worker nobody will use."""
+
     def lease_failed(self, error: Exception | None) -> None:
-        """The request ended without a worker; None: because this process is shutting down."""
+        """The request ended without a worker; None: without an error (this process is
+        shutting down, or ``lease_wanted`` said no)."""
 
 
 class LeaseClient:
@@ -189,6 +194,11 @@ class _Attempt:
                 return
             logger.warning("worker lease request for %s failed: %s", self.request.shape, exc)
             self.handler.lease_failed(exc)
+            return
+        if type(reply) in (LeaseSpillback, LeaseRejected) and not self.handler.lease_wanted():
+            # The work ran out while this request travelled: stop here rather than take
+            # a worker (and bounce between busy nodes) only to give it back.
+            self.handler.lease_failed(None)
             return
         if type(reply) is LeaseSpillback:
             try:

@@ -97,6 +97,10 @@ class ShapeQueue:
     def lease_spilled(self, room: int) -> None:
         self.submitter._lease_spilled(self, room)
 
+    def lease_wanted(self) -> bool:
+        # More requests in flight than queued tasks: this one would lease an idle worker.
+        return len(self.pending) >= self.lease_requests
+
 
 class TaskSubmitter:
     def __init__(self, *, leases: LeaseClient, ledger: TaskLedger, objects: ObjectClient,
