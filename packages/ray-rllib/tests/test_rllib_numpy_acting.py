@@ -75,6 +75,8 @@ def test_numpy_actor_sees_weights_updated_in_place_and_replaced():
     np.testing.assert_allclose(actor(obs)[0], _torch_forward(model, obs)[0], rtol=1e-5)
     model.logits[0].weight = nn.Parameter(torch.randn(256, 4))  # a new storage
     np.testing.assert_allclose(actor(obs)[0], _torch_forward(model, obs)[0], rtol=1e-5)
+    model.logits[2].bias = nn.Parameter(torch.randn(256))  # a bias replaced alone
+    np.testing.assert_allclose(actor(obs)[0], _torch_forward(model, obs)[0], rtol=1e-5)
 
 
 def test_models_numpy_cannot_run_keep_torch():

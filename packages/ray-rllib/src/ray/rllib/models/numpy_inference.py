@@ -50,11 +50,15 @@ class NumpyMLP:
         params = [(linear.weight, linear.bias) for linear, _ in self._layers]
         self._views = [(w.detach().numpy().T, None if b is None else b.detach().numpy())
                        for w, b in params]
-        self._pointers = [w.data_ptr() for w, _ in params]
+        self._pointers = self._storage()
+
+    def _storage(self) -> list[int]:
+        """Where each layer's weight and bias live now (a replaced tensor moves)."""
+        return [p.data_ptr() if p is not None else 0
+                for linear, _ in self._layers for p in (linear.weight, linear.bias)]
 
     def _current(self) -> bool:
-        return all(linear.weight.data_ptr() == ptr
-                   for (linear, _), ptr in zip(self._layers, self._pointers))
+        return self._storage() == self._pointers
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if not self._current():
