@@ -36,8 +36,11 @@ def _wait_for(predicate, what, timeout_s=60.0):
 
 
 def _finished(ref):
-    return _wait_for(lambda: (t := _task(ref)) is not None and t.state == "FINISHED" and t,
-                     f"task {ref} to be listed FINISHED")
+    # FINISHED comes from the worker, the submission from the owner: each flushes on its
+    # own period, so wait for both before reading the task's history.
+    return _wait_for(lambda: (t := _task(ref)) is not None and t.state == "FINISHED"
+                     and t.creation_time_ms is not None and t,
+                     f"task {ref} to be listed FINISHED with its submission")
 
 
 @ray.remote
@@ -183,4 +186,5 @@ def test_a_task_waiting_for_its_arguments_is_pending_args_then_node_assignment(c
     # A task with no reference arguments starts at PENDING_NODE_ASSIGNMENT.
     plain = shown.remote()
     ray.get(plain)
-    assert _states(_finished(plain).task_id)[0] == "PENDING_NODE_ASSIGNMENT"
+    assert _states(_finished(plain).task_id) == ["PENDING_NODE_ASSIGNMENT", "RUNNING",
+                                                 "FINISHED"]
