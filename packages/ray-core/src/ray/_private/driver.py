@@ -10,6 +10,7 @@ import sys
 import time
 
 from ray._private import auth
+from ray._private import gc_tuning
 from ray._private import ids as ids_mod
 from ray._private import node as node_mod
 from ray._private.gcs import connect, keys
@@ -153,6 +154,9 @@ def start_driver(address, kwargs: dict, config):
     except BaseException:
         core.shutdown()  # do not leave a half-started cluster behind
         raise
+    if config.gc_freeze_startup_heap:
+        gc_tuning.freeze_startup_heap()
+        core.add_shutdown_hook(gc_tuning.thaw)
     return core
 
 

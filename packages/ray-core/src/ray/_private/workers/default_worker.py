@@ -69,6 +69,10 @@ def main(argv=None):
     except RemoteError as exc:
         sys.exit(f"the raylet refused this worker's registration: {exc}")
     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    if config.gc_freeze_startup_heap:
+        from ray._private import gc_tuning
+
+        gc_tuning.freeze_startup_heap()
     try:
         core.executor.run_forever()
     finally:

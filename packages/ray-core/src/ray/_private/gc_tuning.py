@@ -1,0 +1,32 @@
+"""The cyclic garbage collector and a driver's or worker's start-up heap.
+
+A full (generation 2) collection walks every object the collector tracks. By the time a
+driver or worker has connected, most of those are modules, classes and functions that live
+as long as the process, and the runtime keeps several tracked objects per task in flight
+(refs, pending tasks, specs), so a burst of tasks triggers full collections that mostly
+re-walk the start-up heap: on a driver with 20,000 no-op tasks in flight the two full
+collections took ~55 ms each, 7.4 µs of the collector per task (of ~30 µs per task on the
+driver's main thread). ``gc.freeze()`` moves what exists at connect time to the permanent
+generation, which collections skip: 3.8 µs per task on the same burst.
+
+The collection before the freeze leaves no unreachable cycle frozen. What freezing gives
+up: a cycle among objects that existed before connecting, broken and dropped while
+connected, is not reclaimed until ``ray.shutdown()`` thaws the heap (plain reference
+counting still frees everything that is not in a cycle). ``gc_freeze_startup_heap: false``
+in the system config turns it off.
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+def freeze_startup_heap() -> None:
+    """Collect, then move every tracked object to the permanent generation."""
+    gc.collect()
+    gc.freeze()
+
+
+def thaw() -> None:
+    """Hand the frozen objects back to the collector (their next full collection)."""
+    gc.unfreeze()
