@@ -9,8 +9,7 @@ import socket
 import sys
 import time
 
-from ray._private import auth
-from ray._private import gc_tuning
+from ray._private import auth, gc_tuning
 from ray._private import ids as ids_mod
 from ray._private import node as node_mod
 from ray._private.gcs import connect, keys
