@@ -72,7 +72,7 @@ def main(argv=None):
     if config.gc_freeze_startup_heap:
         from ray._private import gc_tuning
 
-        gc_tuning.freeze_startup_heap()
+        gc_tuning.freeze_startup_heap(collect_first=False)
     try:
         core.executor.run_forever()
     finally:
