@@ -136,6 +136,13 @@ class StandardAutoscaler:
         result = plan(snapshot, self._node_types(), self._policy())
         self._first_round = False
         self._warn_infeasible(result, now)
+        if result.num_launches or result.terminate:
+            # Logged before acting: whoever sees a node come or go finds the decision in
+            # the log already.
+            self.log(
+                f"launching {dict(result.launch)}, terminating {list(result.terminate)}"
+                + (f" ({'; '.join(result.reasons)})" if result.reasons else "")
+            )
         self._terminate(result.terminate)
         self._launch(result.launch)
         if result.num_launches or result.terminate:
@@ -143,11 +150,6 @@ class StandardAutoscaler:
             node_ids = self.provider.non_terminated_nodes({})
             tags = {n: self.provider.node_tags(n) for n in node_ids}
         self._start_updaters(tags)
-        if result.num_launches or result.terminate:
-            self.log(
-                f"launching {dict(result.launch)}, terminating {list(result.terminate)}"
-                + (f" ({'; '.join(result.reasons)})" if result.reasons else "")
-            )
         self.last_plan = result
         return result
 
