@@ -58,3 +58,13 @@ def test_the_freeze_can_be_turned_off():
         assert ray.get(worker_freeze_count.remote()) == 0
     finally:
         ray.shutdown()
+
+
+def test_a_heap_the_program_froze_itself_stays_frozen_after_shutdown():
+    gc.freeze()  # the program's own choice (e.g. before forking)
+    try:
+        ray.init(num_cpus=1, include_dashboard=False)
+        ray.shutdown()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

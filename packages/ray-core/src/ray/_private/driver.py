@@ -153,8 +153,7 @@ def start_driver(address, kwargs: dict, config):
     except BaseException:
         core.shutdown()  # do not leave a half-started cluster behind
         raise
-    if config.gc_freeze_startup_heap:
-        gc_tuning.freeze_startup_heap(collect_first=True)
+    if config.gc_freeze_startup_heap and gc_tuning.freeze_startup_heap(collect_first=True):
         core.add_shutdown_hook(gc_tuning.thaw)
     return core
 

@@ -21,14 +21,17 @@ from __future__ import annotations
 import gc
 
 
-def freeze_startup_heap(*, collect_first: bool) -> None:
+def freeze_startup_heap(*, collect_first: bool) -> bool:
     """Move every tracked object to the permanent generation (after a collection when
     ``collect_first``: a driver, whose user may have dropped cycles before connecting;
     a worker freezes only what its start-up imported, and skips the ~15 ms collection on
-    the way to its first task)."""
+    the way to its first task). Returns whether ``thaw`` may undo it at shutdown: not
+    when the process had frozen objects itself (``gc.unfreeze`` would thaw those too)."""
+    frozen_before = gc.get_freeze_count() > 0
     if collect_first:
         gc.collect()
     gc.freeze()
+    return not frozen_before
 
 
 def thaw() -> None:
