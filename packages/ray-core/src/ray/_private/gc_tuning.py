@@ -5,9 +5,10 @@ driver or worker has connected, most of those are modules, classes and functions
 as long as the process, and the runtime keeps several tracked objects per task in flight
 (refs, pending tasks, specs), so a burst of tasks triggers full collections that mostly
 re-walk the start-up heap: on a driver with 20,000 no-op tasks in flight the two full
-collections took ~55 ms each, 7.4 µs of the collector per task (of ~30 µs per task on the
-driver's main thread). ``gc.freeze()`` moves what exists at connect time to the permanent
-generation, which collections skip: 3.8 µs per task on the same burst.
+collections took 62-65 ms each, 8.3 µs of the collector per task (of ~30 µs per task on
+the driver's main thread). ``gc.freeze()`` moves what exists at connect time to the
+permanent generation, which collections skip: 16-18 ms each, 3.8-4.1 µs per task
+(``benchmarks/bench_gc_burst.py`` with and without ``--no-freeze``).
 
 A driver collects before it freezes, so no unreachable cycle is frozen. What freezing
 gives up: a cycle among objects that existed before connecting, broken and dropped while
