@@ -45,8 +45,8 @@ class RayConfig:
     # send(), which dominated a ray.get round trip. The I/O thread itself never spins.
     # An idle process never spins. 0 turns it off.
     io_spin_us: int = 500
-    # Drivers and workers freeze the heap they have once connected (gc.freeze after a
-    # collection): full collections then skip it (ray._private.gc_tuning).
+    # Drivers and workers freeze the heap they have once connected (gc.freeze; a driver
+    # collects first): full collections then skip it (ray._private.gc_tuning).
     gc_freeze_startup_heap: bool = True
     # Task retries on worker death, default for @ray.remote functions.
     default_max_retries: int = 3
