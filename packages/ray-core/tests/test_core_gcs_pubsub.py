@@ -124,3 +124,24 @@ def test_on_resync_runs_only_after_a_reconnect_and_only_for_live_subscriptions(
         time.sleep(0.01)
     time.sleep(0.2)  # any other resync would have run by now
     assert resyncs == ["kept"]
+
+
+def test_an_idle_listener_sleeps_and_close_ends_it_at_once(clients):
+    """The listener reads with a long timeout (an idle process wakes about once a
+    second for it), and close() does not wait that timeout out: it disconnects."""
+    from ray._private.gcs import pubsub
+
+    subscriber, writer = clients
+    arrived = threading.Event()
+    subscriber.subscribe("idle", lambda _c, _d: arrived.set(), confirm=True)
+    writer.publish("idle", b"x")
+    assert arrived.wait(10)
+    assert pubsub._POLL_S >= 0.5
+    listener = next(t for t in threading.enumerate() if t.name == "ray-gcs-pubsub")
+    time.sleep(0.1)  # the listener is back in its read
+    t0 = time.monotonic()
+    subscriber.close()
+    closed_s = time.monotonic() - t0
+    listener.join(2)
+    assert not listener.is_alive()
+    assert closed_s < 0.3, f"close() took {closed_s:.2f} s"

@@ -184,6 +184,49 @@ def test_several_drivers_share_one_cluster(cluster):
     assert [p.stdout.strip() for p in procs] == ["55", "55"], [p.stderr for p in procs]
 
 
+def test_a_finished_jobs_idle_workers_end_on_every_node_and_unbound_ones_take_over(cluster):
+    """A worker serves one job. When a driver exits, its idle workers end on every node,
+    not only on the driver's, and each node starts unbound workers in their place, so
+    the next job's first tasks there find a worker ready instead of forking one."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    other = cluster.add_node(num_cpus=1, resources={"other": 1})
+    code = (
+        f"import os, ray; ray.init(address={cluster.address!r})\n"
+        "@ray.remote(resources={'other': 1})\ndef pid(): return os.getpid()\n"
+        "print(ray.get(pid.remote()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    first = int(done.stdout.strip().splitlines()[-1])
+
+    def ended(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    deadline = time.monotonic() + 20
+    while not ended(first) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ended(first), "the finished job's idle worker on the other node is still there"
+
+    time.sleep(2.0)  # the replacement starts
+    ray.init(address=cluster.address)
+    job_started = time.time()
+
+    @ray.remote(resources={"other": 1})
+    def where():
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    pid, node_id = ray.get(where.remote())
+    assert node_id == other.node_id and pid != first
+    assert psutil.Process(pid).create_time() < job_started  # started before this job
+
+
 def test_redis_password_is_required_end_to_end():
     c = Cluster()
     c.add_node(num_cpus=1, redis_password="s3cret")

@@ -23,6 +23,8 @@ DASHBOARD = PREFIX + "dashboard"  # msgpack {"url", "host", "port", "pid", "node
 
 CHANNEL_NODES = PREFIX + "ch:nodes"
 CHANNEL_ACTORS = PREFIX + "ch:actors"
+# A finished job's id (hex): every raylet ends its idle workers of that job.
+CHANNEL_JOBS = PREFIX + "ch:jobs"
 # Every driver and worker answers a request here with its live state (`ray memory`,
 # the dashboard's running tasks) on the request's reply channel.
 CHANNEL_INTROSPECT = PREFIX + "ch:introspect"

@@ -24,6 +24,7 @@ import psutil
 import plasma
 from ray._private import aio, messages
 from ray._private.gcs import keys
+from ray._private.gcs.jobs import mark_job_finished
 from ray._private.gcs.versioned import bump_version
 from ray._private.raylet.log_server import LogServer
 from ray._private.raylet.memory_monitor import (
@@ -66,6 +67,14 @@ logger = logging.getLogger(__name__)
 # An idle worker that said it still owns actors or objects in use is asked again (when
 # the pool has too many idle ones) after this long.
 _KEEP_OWNER_S = 10.0
+# The reap loop's period while a worker is starting (a fork that dies before it
+# connects is noticed only there), and while none is: a connected worker's death is
+# seen on its socket, so idle the loop only checks the owner process of the node.
+_REAP_BUSY_S = 0.1
+_REAP_IDLE_S = 0.5
+# With no worker bound to a job, nothing writes lines to stream: the log loop waits
+# for a grant to bind one (or this long, whichever comes first).
+_LOG_IDLE_S = 1.0
 
 
 def _process_alive(pid, started_by: float) -> bool:
@@ -156,6 +165,7 @@ class NodeManager:
         self.tcp_port = None
         self.drivers: dict[object, bytes] = {}
         self._refresh_pending = False
+        self._log_wake = asyncio.Event()  # set when a worker is bound to a job (_log_loop)
         self._raylet_addresses: dict[str, messages.RayletAddress] = {}  # live nodes
         self._published_load: tuple | None = None  # what the last load record said
         self._published_at = 0.0
@@ -201,6 +211,8 @@ class NodeManager:
         for _ in range(self.num_prestart):
             self.pool.start_worker()  # placeholders until the zygote is ready
         self.loop.create_task(self._zygote_ready())
+        self.gcs.subscribe_obj(keys.CHANNEL_JOBS, self._on_job_finished,
+                               on_resync=self._read_finished_jobs)
         self._register_node()
         if self.args.head:
             self._start_as_head()
@@ -257,8 +269,7 @@ class NodeManager:
                 continue
             logger.info("job %s: its driver (pid %s) is gone; marking the job finished",
                         job_hex, info.get("driver_pid"))
-            info.update(alive=False, end_time=time.time())
-            self.gcs.hset_obj(keys.JOBS, job_hex, info)
+            mark_job_finished(self.gcs, job_hex)
             self._orphaned_jobs.discard(job_hex)
 
     def _register_node(self):
@@ -325,10 +336,7 @@ class NodeManager:
             self._worker_gone(worker, "disconnected")
         job_id = peer.context.get("driver")
         if job_id is not None:  # the job is over: its idle workers have nothing to do
-            for w in list(self.pool.workers.values()):
-                if w.state == IDLE and w.job_id == job_id:
-                    self.pool.kill(w, signal.SIGTERM)
-                    self.pool.remove(w)
+            self._end_idle_workers_of({job_id})
             self._job_finished(job_id)
         # Leases held by this peer (a driver or worker that owned tasks) die with it.
         for w in list(self.pool.workers.values()):
@@ -346,15 +354,46 @@ class NodeManager:
         self.waiting_for_worker = still
         self._apply(self.scheduler.dispatch())
 
+    def _on_job_finished(self, _channel, job_hex: str) -> None:
+        # (on the GCS listener thread)
+        self.loop.call_soon_threadsafe(self._end_idle_workers_of, {bytes.fromhex(job_hex)})
+
+    def _read_finished_jobs(self) -> None:
+        """After a pub/sub reconnect: a job that ended meanwhile was not announced here."""
+        finished = {bytes.fromhex(job_hex) for job_hex, info in
+                    self.gcs.hgetall_obj(keys.JOBS).items() if not info.get("alive", True)}
+        self.loop.call_soon_threadsafe(self._end_idle_workers_of, finished)
+
+    def _end_idle_workers_of(self, job_ids: set[bytes]) -> None:
+        """Jobs are over: their idle workers (here, whichever node the driver was on)
+        end, and unbound ones take their place. Without this the workers of a finished
+        job stayed idle on every other node, and the next job forked its own on every
+        node at once (at 100 nodes on one machine its first task started after 4.4 s)."""
+        ended = False
+        for w in list(self.pool.workers.values()):
+            if w.state == IDLE and w.job_id in job_ids:
+                self.pool.kill(w, signal.SIGTERM)
+                self.pool.remove(w)
+                ended = True
+        if ended:
+            self._restore_prestarted()
+
+    def _restore_prestarted(self) -> None:
+        """Start unbound workers until ``num_prestart`` are idle or starting, as when the
+        node started (a job's idle workers end with it: a worker serves one job)."""
+        if self._stopping:
+            return
+        unbound = sum(1 for w in self.pool.workers.values()
+                      if w.env_key is None and w.job_id is None and w.state in (IDLE, STARTING))
+        for _ in range(self.num_prestart - unbound):
+            self.pool.start_worker()
+
     def _job_finished(self, job_id: bytes) -> None:
         """A driver that exits without ray.shutdown() (killed) cannot mark its job over in
         the job table itself; its raylet does, so what belongs to the job (placement
         groups) is cleaned up."""
         try:
-            info = self.gcs.hget_obj(keys.JOBS, job_id.hex())
-            if info is not None and info.get("alive", True):
-                info.update(alive=False, end_time=time.time())
-                self.gcs.hset_obj(keys.JOBS, job_id.hex(), info)
+            mark_job_finished(self.gcs, job_id.hex())
         except Exception:
             logger.debug("could not mark job %s finished", job_id.hex(), exc_info=True)
 
@@ -483,6 +522,7 @@ class NodeManager:
                 del self.lease_envs[rid]
             worker.state = LEASED
             worker.job_id = grant.request.job_id
+            self._log_wake.set()  # its output streams from now on
             worker.is_actor = grant.request.is_actor
             worker.detached = grant.request.detached
             worker.is_gpu = is_gpu
@@ -536,6 +576,7 @@ class NodeManager:
                        and w.job_id == job_id and w.state in (STARTING, IDLE))
             for _ in range(len(envs) - have):
                 worker = self.pool.start_worker(env_key=key, job_id=job_id)
+                self._log_wake.set()
                 self.loop.create_task(self._launch_env_worker(worker, envs[0][1]))
 
     async def _launch_env_worker(self, worker, env: dict) -> None:
@@ -818,7 +859,8 @@ class NodeManager:
                 logger.info("driver %d exited; shutting the node down", owner_pid)
                 self.request_stop()
                 return
-            await asyncio.sleep(0.1)
+            starting = any(w.state == STARTING for w in self.pool.workers.values())
+            await asyncio.sleep(_REAP_BUSY_S if starting else _REAP_IDLE_S)
 
     # -- memory monitor ---------------------------------------------------------------
     async def _memory_monitor_loop(self):
@@ -871,6 +913,14 @@ class NodeManager:
         from ray._private.raylet.log_monitor import publish_new_lines
 
         while not self._stopping:
+            if not any(w.job_id is not None for w in self.pool.workers.values()):
+                # Idle workers run no job's code: sleep until a grant binds one. (At 100
+                # nodes on one machine, 10 polls a second per raylet were a fifth of the
+                # raylets' idle CPU.)
+                self._log_wake.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._log_wake.wait(), _LOG_IDLE_S)
+                continue
             try:
                 publish_new_lines(self)
             except Exception:
