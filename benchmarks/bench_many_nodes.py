@@ -60,7 +60,14 @@ class Pinger:
 def _gcs_pids() -> list[int]:
     """The GCS server(s) the cluster started: our valkey/redis children."""
     return [p.pid for p in psutil.Process().children(recursive=True)
-            if any(name in p.name() for name in ("valkey", "redis"))]
+            if any(name in p.name() for name in ("valkey", "redis", "gcs_server"))]
+
+
+def _raylet_pid(node) -> int:
+    """The raylet process of a ``Cluster`` node: this project's nodes name it, Ray's
+    keep it in their process table."""
+    pid = getattr(node, "raylet_pid", None)
+    return node.all_processes["raylet"][0].process.pid if pid is None else pid
 
 
 class CpuMeter:
@@ -139,7 +146,9 @@ def _actors(node_ids: list[str]) -> dict:
 
 
 def _remove(cluster: Cluster, count: int, tasks: int) -> dict:
-    victims = cluster.worker_nodes[-count:]
+    # Not the node this driver is attached to (Ray refuses to remove it).
+    mine = ray.get_runtime_context().get_node_id()
+    victims = [n for n in cluster.worker_nodes if n.node_id != mine][-count:]
     gone = {n.node_id for n in victims}
     t0 = time.perf_counter()
     threads = [threading.Thread(target=cluster.remove_node, args=(n,)) for n in victims]
@@ -164,10 +173,13 @@ def main() -> None:
     parser.add_argument("--object-store-mb", type=int, default=64)
     parser.add_argument("--idle-s", type=float, default=5.0)
     parser.add_argument("--remove", type=int, default=10)
+    # No pre-faulting: 100 stores would otherwise touch nodes * object_store_mb at once.
+    # (Ray's GCS refuses keys it does not know: run it with --system-config '{}'.)
+    parser.add_argument("--system-config", default='{"object_store_prefault_bytes": 0}',
+                        help="each node's _system_config, as JSON")
     args = parser.parse_args()
 
-    # No pre-faulting: 100 stores would otherwise touch nodes * object_store_mb at once.
-    system_config = {"object_store_prefault_bytes": 0}
+    system_config = json.loads(args.system_config)
     node_args = {"num_cpus": 1, "object_store_memory": args.object_store_mb * 1024**2,
                  "_system_config": system_config}
     result: dict = {"nodes": args.nodes, "tasks": args.tasks,
@@ -180,8 +192,8 @@ def main() -> None:
         while len(_alive_ids()) < args.nodes:  # the driver's view too
             time.sleep(0.05)
         result["driver_sees_all_s"] = round(time.perf_counter() - t0, 2)
-        head = cluster.head_node.raylet_pid
-        raylets = [n.raylet_pid for n in cluster.list_all_nodes()]
+        head = _raylet_pid(cluster.head_node)
+        raylets = [_raylet_pid(n) for n in cluster.list_all_nodes()]
         groups = {"head_raylet": [head], "gcs": _gcs_pids(), "all_raylets": raylets}
         time.sleep(2.0)  # start-up work (zygotes, prestarted workers) settles
         with CpuMeter(groups) as idle:
@@ -198,6 +210,7 @@ def main() -> None:
         if args.remove:
             result["remove"] = _remove(cluster, min(args.remove, args.nodes - 1), args.tasks)
     finally:
+        ray.shutdown()  # (Ray refuses to remove the node a driver is attached to)
         cluster.shutdown()
         leftovers = psutil.Process().children(recursive=True)
         result["leftover_processes"] = len(leftovers)

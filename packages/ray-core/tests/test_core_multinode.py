@@ -227,6 +227,23 @@ def test_a_finished_jobs_idle_workers_end_on_every_node_and_unbound_ones_take_ov
     assert psutil.Process(pid).create_time() < job_started  # started before this job
 
 
+def test_removing_a_node_does_not_wait_out_the_stop_timeout(cluster):
+    """Its workers are stopped before its zygote, which reaps them as they exit: before,
+    they were stopped together and the exited workers stayed zombies of PID 1 here, so
+    every node stop (and ray.shutdown) waited its whole 2 s timeout."""
+    other = cluster.add_node(num_cpus=1, resources={"other": 1})
+    ray.init(address=cluster.address)
+
+    @ray.remote(resources={"other": 1})
+    def on_other():
+        return os.getpid()
+
+    assert ray.get([on_other.remote() for _ in range(3)])
+    t0 = time.monotonic()
+    cluster.remove_node(other)
+    assert time.monotonic() - t0 < 1.5
+
+
 def test_redis_password_is_required_end_to_end():
     c = Cluster()
     c.add_node(num_cpus=1, redis_password="s3cret")

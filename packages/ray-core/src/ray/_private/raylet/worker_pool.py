@@ -87,6 +87,18 @@ class WorkerProc:
             and (self.is_gpu is None or self.is_gpu == is_gpu)
 
 
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but is not reaped. The zygote's children are reaped by
+    the kernel (it ignores SIGCHLD), but a worker outliving the zygote by a moment is
+    reparented to PID 1, which in a container may reap late or never."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] == b"Z"
+
+
 class ForkedProcess:
     """A worker forked by the zygote: Popen-like, polled by pid (the zygote reaps it)."""
 
@@ -102,6 +114,9 @@ class ForkedProcess:
                 self.returncode = -1
             except PermissionError:
                 pass
+            else:
+                if _is_zombie(self.pid):  # exited; its parent has not reaped it yet
+                    self.returncode = -1
         return self.returncode
 
     def send_signal(self, sig) -> None:
@@ -258,21 +273,23 @@ class WorkerPool:
                 pass
 
     def stop_all(self, timeout_s: float = 2.0) -> None:
-        procs = [w.proc for w in self.workers.values() if w.proc is not None]
-        procs += self._graveyard
-        if self.zygote is not None:
-            procs.append(self.zygote)
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    p.terminate()
-                except ProcessLookupError:
-                    pass
+        """Stop every worker, then the zygote: while it lives, it reaps the workers it
+        forked as they exit (stopped together, an exited worker could stay a zombie of
+        PID 1 and count as running until the timeout)."""
+        workers = [w.proc for w in self.workers.values() if w.proc is not None]
+        workers += self._graveyard
         deadline = time.monotonic() + timeout_s
-        for p in procs:
-            try:
-                p.wait(max(0.01, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        for group in (workers, [self.zygote] if self.zygote is not None else []):
+            for p in group:
+                if p.poll() is None:
+                    try:
+                        p.terminate()
+                    except ProcessLookupError:
+                        pass
+            for p in group:
+                try:
+                    p.wait(max(0.01, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         self.workers.clear()
