@@ -9,7 +9,6 @@ the head's dead-node monitor are ``NodeMonitor`` (``monitor.py``).
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import math
@@ -27,12 +26,8 @@ from ray._private.gcs import keys
 from ray._private.gcs.jobs import mark_job_finished
 from ray._private.gcs.versioned import bump_version
 from ray._private.raylet.log_server import LogServer
-from ray._private.raylet.memory_monitor import (
-    OUT_OF_MEMORY,
-    LeasedWorker,
-    MemoryMonitor,
-    MemoryReader,
-)
+from ray._private.raylet.memory_guard import MemoryGuard
+from ray._private.raylet.memory_monitor import MemoryMonitor, MemoryReader
 from ray._private.raylet.monitor import NodeMonitor
 from ray._private.raylet.object_manager import ObjectManager, transfer_trace
 from ray._private.raylet.pg_manager import (
@@ -145,15 +140,14 @@ class NodeManager:
         self._req_ids = 0
         self.store = None
         self.local_objects: LocalObjectManager | None = None  # primaries, spilling
-        self.memory_monitor = MemoryMonitor(
-            usage_threshold=config.memory_usage_threshold,
-            min_free_bytes=config.min_memory_free_bytes,
-            node_description=f"node {self.node_id[:8]} ({self.node_ip})")
-        self.read_memory_usage = MemoryReader().read  # a seam for tests
-        # Why workers this raylet killed died (answers get_worker_death_cause), newest last.
-        self.death_causes: collections.OrderedDict[bytes, messages.WorkerKilled] = \
-            collections.OrderedDict()
         self._stopping = False
+        self.memory_guard = MemoryGuard(
+            pool=self.pool, gcs=gcs,
+            monitor=MemoryMonitor(usage_threshold=config.memory_usage_threshold,
+                                  min_free_bytes=config.min_memory_free_bytes,
+                                  node_description=f"node {self.node_id[:8]} ({self.node_ip})"),
+            period_s=config.memory_monitor_refresh_ms / 1000, read_usage=MemoryReader().read,
+            stopping=lambda: self._stopping)
         self.monitor = NodeMonitor(
             gcs, node_id=self.node_id, is_head=args.head,
             period_s=config.heartbeat_period_s, timeout_s=config.heartbeat_timeout_s,
@@ -220,7 +214,7 @@ class NodeManager:
         self.loop.create_task(self._reap_loop())
         self.loop.create_task(self._log_loop())
         if self.config.memory_monitor_refresh_ms > 0:
-            self.loop.create_task(self._memory_monitor_loop())
+            self.loop.create_task(self.memory_guard.run())
 
     def _node_info(self, alive=True):
         return {
@@ -867,51 +861,9 @@ class NodeManager:
             starting = any(w.state == STARTING for w in self.pool.workers.values())
             await asyncio.sleep(_REAP_BUSY_S if starting else _REAP_IDLE_S)
 
-    # -- memory monitor ---------------------------------------------------------------
-    async def _memory_monitor_loop(self):
-        period = self.config.memory_monitor_refresh_ms / 1000
-        while not self._stopping:
-            await asyncio.sleep(period)
-            try:
-                usage = self.read_memory_usage()
-            except (OSError, ValueError, KeyError) as exc:
-                logger.warning("memory monitor cannot read the node's memory: %s", exc)
-                continue
-            leased = [
-                LeasedWorker(w.worker_id, w.pid, w.lease.get("granted_at", w.started_at),
-                             w.is_actor, w.lease.get("retriable"))
-                for w in self.pool.workers.values()
-                if w.state == LEASED and w.lease is not None and w.pid
-            ]
-            kill = self.memory_monitor.sampled(usage, leased, time.monotonic())
-            if kill is not None:
-                try:
-                    self._kill_for_memory(kill)
-                except Exception:  # noqa: BLE001 - the monitor must outlive a failed kill
-                    logger.exception("memory monitor: killing worker %s failed",
-                                     kill.worker.worker_id.hex()[:8])
-
-    def _kill_for_memory(self, kill) -> None:
-        worker = self.pool.workers.get(kill.worker.worker_id)
-        if worker is None:
-            return
-        logger.warning("memory monitor: killing worker %s: %s", worker.worker_id.hex()[:8],
-                       kill.message)
-        cause = messages.WorkerKilled(worker.worker_id, OUT_OF_MEMORY, kill.message)
-        self.death_causes[worker.worker_id] = cause
-        while len(self.death_causes) > 1000:
-            self.death_causes.popitem(last=False)
-        self.pool.kill(worker, signal.SIGKILL)
-        job_hex = worker.job_id.hex() if worker.job_id else ""
-        try:  # shown by the driver, as Ray shows its OOM kills
-            self.gcs.publish_obj(keys.channel_errors(job_hex), {
-                "type": "out_of_memory", "message": kill.message, "time": time.time()})
-        except Exception as exc:  # noqa: BLE001 - the kill stands; the log has the message
-            logger.debug("could not publish the OOM kill to job %s: %s", job_hex, exc)
-
     def h_get_worker_death_cause(self, peer, worker_id):
         """Why a worker this raylet killed died (``WorkerKilled`` wire form), or None."""
-        cause = self.death_causes.get(worker_id)
+        cause = self.memory_guard.death_cause(worker_id)
         return None if cause is None else cause.to_wire()
 
     async def _log_loop(self):
