@@ -23,8 +23,8 @@ import psutil
 import plasma
 from ray._private import aio, messages
 from ray._private.gcs import keys
-from ray._private.gcs.jobs import mark_job_finished
 from ray._private.gcs.versioned import bump_version
+from ray._private.raylet.job_workers import JobWorkers
 from ray._private.raylet.log_server import LogServer
 from ray._private.raylet.memory_guard import MemoryGuard
 from ray._private.raylet.memory_monitor import MemoryMonitor, MemoryReader
@@ -70,17 +70,6 @@ _REAP_IDLE_S = 0.5
 # With no worker bound to a job, nothing writes lines to stream: the log loop waits
 # for a grant to bind one (or this long, whichever comes first).
 _LOG_IDLE_S = 1.0
-
-
-def _process_alive(pid, started_by: float) -> bool:
-    """Whether ``pid`` still runs the process that started by ``started_by`` (a pid
-    reused since by a newer process does not count)."""
-    if not pid:
-        return False
-    try:
-        return psutil.Process(int(pid)).create_time() <= started_by + 1.0
-    except (psutil.Error, ValueError):
-        return False
 
 
 def _check_lease_shape(shape) -> None:
@@ -154,12 +143,15 @@ class NodeManager:
             gcs_address=args.gcs_address, register_node=self._register_node,
             publish_load=self.publish_load, on_beat=self._on_heartbeat,
             stop=self.request_stop, is_stopping=lambda: self._stopping)
-        self._orphaned_jobs: set[str] = set()  # a restarted head: see _start_as_head
         self.loop = None
         self.tcp_port = None
         self.drivers: dict[object, bytes] = {}
         self._refresh_pending = False
         self._log_wake = asyncio.Event()  # set when a worker is bound to a job (_log_loop)
+        self.jobs = JobWorkers(
+            pool=self.pool, gcs=gcs, num_prestart=self.num_prestart,
+            on_loop=lambda fn, *args: self.loop.call_soon_threadsafe(fn, *args),
+            stopping=lambda: self._stopping)
         self._raylet_addresses: dict[str, messages.RayletAddress] = {}  # live nodes
         self._published_load: tuple | None = None  # what the last load record said
         self._published_at = 0.0
@@ -205,8 +197,7 @@ class NodeManager:
         for _ in range(self.num_prestart):
             self.pool.start_worker()  # placeholders until the zygote is ready
         self.loop.create_task(self._zygote_ready())
-        self.gcs.subscribe_obj(keys.CHANNEL_JOBS, self._on_job_finished,
-                               on_resync=self._read_finished_jobs)
+        self.jobs.subscribe()
         self._register_node()
         if self.args.head:
             self._start_as_head()
@@ -244,27 +235,8 @@ class NodeManager:
         placement groups; and finishes the jobs of drivers on this machine that died
         with the old head."""
         self.monitor.take_over_as_head()
-        self._orphaned_jobs = {job_hex for job_hex, info in
-                               self.gcs.hgetall_obj(keys.JOBS).items()
-                               if info.get("alive", True) and info.get("node_ip") == self.node_ip}
-        self._finish_orphaned_jobs()
+        self.jobs.adopt_orphans(self.node_ip)
         self.loop.create_task(self.pg_manager.recover())
-
-    def _finish_orphaned_jobs(self) -> None:
-        """Jobs this head found running on its machine when it started: their drivers were
-        attached to the old head's raylet (which would have marked them over when they
-        exit); mark each over once its driver process is gone."""
-        for job_hex in list(self._orphaned_jobs):
-            info = self.gcs.hget_obj(keys.JOBS, job_hex)
-            if info is None or not info.get("alive", True):
-                self._orphaned_jobs.discard(job_hex)
-                continue
-            if _process_alive(info.get("driver_pid"), info.get("start_time", 0.0)):
-                continue
-            logger.info("job %s: its driver (pid %s) is gone; marking the job finished",
-                        job_hex, info.get("driver_pid"))
-            mark_job_finished(self.gcs, job_hex)
-            self._orphaned_jobs.discard(job_hex)
 
     def _register_node(self):
         self.gcs.hset_obj(keys.NODES, self.node_id, self._node_info())
@@ -330,8 +302,8 @@ class NodeManager:
             self._worker_gone(worker, "disconnected")
         job_id = peer.context.get("driver")
         if job_id is not None:  # the job is over: its idle workers have nothing to do
-            self._end_idle_workers_of({job_id})
-            self._job_finished(job_id)
+            self.jobs.end_idle_workers_of({job_id})
+            self.jobs.job_finished(job_id)
         # Leases held by this peer (a driver or worker that owned tasks) die with it.
         for w in list(self.pool.workers.values()):
             lease = w.lease
@@ -348,53 +320,6 @@ class NodeManager:
         self.waiting_for_worker = still
         self._apply(self.scheduler.dispatch())
 
-    def _on_job_finished(self, _channel, job_hex: str) -> None:
-        # (on the GCS listener thread)
-        self.loop.call_soon_threadsafe(self._end_idle_workers_of, {bytes.fromhex(job_hex)})
-
-    def _read_finished_jobs(self) -> None:
-        """After a pub/sub reconnect: a job that ended meanwhile was not announced here."""
-        finished = {bytes.fromhex(job_hex) for job_hex, info in
-                    self.gcs.hgetall_obj(keys.JOBS).items() if not info.get("alive", True)}
-        self.loop.call_soon_threadsafe(self._end_idle_workers_of, finished)
-
-    def _end_idle_workers_of(self, job_ids: set[bytes]) -> None:
-        """Jobs are over: their idle workers (here, whichever node the driver was on)
-        end, and unbound ones take their place. Without this the workers of a finished
-        job stayed idle on every other node, and the next job forked its own on every
-        node at once (at 100 nodes on one machine its first task started after 4.4 s)."""
-        ended = False
-        for w in list(self.pool.workers.values()):
-            if w.state == IDLE and w.job_id in job_ids:
-                self.pool.kill(w, signal.SIGTERM)
-                self.pool.remove(w)
-                ended = True
-        if ended:
-            self._restore_prestarted()
-
-    def _restore_prestarted(self) -> None:
-        """Start unbound workers until ``num_prestart`` are idle or starting, as when the
-        node started. Called when connected workers end (a finished job's idle ones, a
-        killed actor's, a crash; not one that dies starting, which would fork in a loop),
-        not when they are leased: the next work then finds a worker ready
-        instead of every node forking at once (at 100 nodes on one machine, a round of
-        tasks right after 100 actors were killed took 4.8 s instead of 1.4 s)."""
-        if self._stopping:
-            return
-        ready = sum(1 for w in self.pool.workers.values()
-                    if w.env_key is None and w.state in (IDLE, STARTING))
-        for _ in range(self.num_prestart - ready):
-            self.pool.start_worker()
-
-    def _job_finished(self, job_id: bytes) -> None:
-        """A driver that exits without ray.shutdown() (killed) cannot mark its job over in
-        the job table itself; its raylet does, so what belongs to the job (placement
-        groups) is cleaned up."""
-        try:
-            mark_job_finished(self.gcs, job_id.hex())
-        except Exception:
-            logger.debug("could not mark job %s finished", job_id.hex(), exc_info=True)
-
     def _worker_gone(self, worker, why):
         if worker.state == "dead":
             return
@@ -402,7 +327,7 @@ class NodeManager:
         self.pool.remove(worker)
         self.pool.kill(worker)
         self._maintain_pool()
-        self._restore_prestarted()
+        self.jobs.restore_prestarted()
         self._apply(self.scheduler.dispatch())
 
     # -- leases ---------------------------------------------------------------------
@@ -777,8 +702,7 @@ class NodeManager:
         self.bundles.check_queued()
         if self.pg_manager is not None:
             self.pg_manager.tick(nodes, now)
-        if self._orphaned_jobs:
-            self._finish_orphaned_jobs()
+        self.jobs.finish_orphans()
 
     def publish_load(self, now: float) -> None:
         """Write this node's load record when its resources or demand changed (and bump
