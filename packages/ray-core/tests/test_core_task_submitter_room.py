@@ -86,3 +86,50 @@ def test_requests_beyond_the_queued_tasks_stop_travelling():
     assert not queue.lease_wanted()
     queue.lease_failed(None)  # what the lease client does then: the count goes down
     assert queue.lease_requests == 105
+
+
+# -- how many tasks wait at one worker --------------------------------------------------
+class _Worker:
+    """A leased worker's connection that records the tasks pushed to it."""
+
+    def __init__(self):
+        self.pushed: list = []
+
+    def notify(self, method, specs):
+        assert method == "push_tasks"
+        self.pushed.extend(specs)
+
+
+def _grant(queue, n: int) -> _Worker:
+    from ray._private.messages import LeaseGranted
+    from ray._private.runtime.lease_client import Lease
+
+    worker = _Worker()
+    grant = LeaseGranted(b"%027d" % n + b"w", OwnerAddress("127.0.0.1", 2, "", b"x" * 28),
+                         {}, "ab" * 28)
+    queue.lease_granted(Lease(grant, worker, raylet=None))
+    return worker
+
+
+def _queue_of(seconds: float | None, tasks: int):
+    submitter, leases = _submitter()
+    if seconds is not None:
+        submitter._record_duration(b"f", seconds)
+    for i in range(tasks):
+        submitter.submit(_task(i), {"CPU": 1.0}, [])
+    return leases.requests[0]
+
+
+def test_short_tasks_wait_in_pairs_only_while_they_outnumber_the_workers_in_sight():
+    queue = _queue_of(0.05, 1000)  # 8 requests in flight, no room reported
+    assert len(_grant(queue, 1).pushed) == 2  # 1,000 tasks, 1 worker + 7 requests
+    queue = _queue_of(0.05, 1000)
+    queue.lease_spilled(2000)  # the cluster looks bigger than the queue
+    assert len(_grant(queue, 1).pushed) == 1
+    queue = _queue_of(0.05, 6)  # fewer tasks than requests: each goes to its own worker
+    assert len(_grant(queue, 1).pushed) == 1
+
+
+def test_slow_or_unknown_tasks_never_wait_behind_another():
+    assert len(_grant(_queue_of(0.5, 1000), 1).pushed) == 1  # longer than _PAIR_UP_TO_S
+    assert len(_grant(_queue_of(None, 1000), 1).pushed) == 1  # never ran yet

@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 # A queue whose lease request is not granted this soon makes other queues return their
 # idle leases (see TaskSubmitter._reclaim_idle_for).
 _RECLAIM_AFTER_S = 0.02
+# Tasks this short (on average) may wait in pairs at busy workers (TaskSubmitter._depth).
+_PAIR_UP_TO_S = 0.1
 
 
 def _inflight(held: _TaskLease) -> int:
@@ -158,10 +160,21 @@ class TaskSubmitter:
             self._dispatch(q)
         self._send()
 
-    def _depth(self, task: PendingTask) -> int:
-        """How many tasks of ``task``'s function may queue at one worker: enough for
-        ``pipeline_target_s`` of its average run time (1 while it is unknown)."""
-        return self._fn_depth.get(task.spec.function_id, 1)
+    def _depth(self, q: ShapeQueue) -> int:
+        """How many tasks of the function at the head of ``q`` may queue at one worker:
+        enough for ``pipeline_target_s`` of its average run time (1 while it is unknown).
+        A slower function gets 1, so its tasks spread over every worker there is, except
+        one of at most ``_PAIR_UP_TO_S`` while ``q`` holds more tasks than it has workers
+        and lease requests plus the free room the last spillback reported: no worker
+        could take the next task sooner, so it waits at a busy one, which saves the
+        round trip that would otherwise start it (at 100 nodes, 10-25 ms after each 50 ms
+        task); a misjudged view costs at most one such task's time."""
+        function_id = q.pending[0].spec.function_id
+        depth = self._fn_depth.get(function_id, 1)
+        if (depth == 1 and self._fn_seconds.get(function_id, _PAIR_UP_TO_S + 1) <= _PAIR_UP_TO_S
+                and len(q.pending) > len(q.leases) + q.lease_requests + q.room):
+            return 2
+        return depth
 
     def _record_duration(self, function_id: bytes, seconds: float) -> None:
         avg = self._fn_seconds.get(function_id)
@@ -180,7 +193,7 @@ class TaskSubmitter:
             progress = True
             while q.pending and progress:
                 progress = False
-                depth = self._depth(q.pending[0])  # (read again below after each pop)
+                depth = self._depth(q)  # (read again below after each pop)
                 for held in leases:
                     if not q.pending:
                         break
@@ -188,7 +201,7 @@ class TaskSubmitter:
                         continue
                     task = q.pending.popleft()
                     if q.pending:
-                        depth = self._depth(q.pending[0])
+                        depth = self._depth(q)
                     spec = task.spec
                     if spec.max_calls:
                         self._count_call(held, spec.function_id, spec.max_calls)
