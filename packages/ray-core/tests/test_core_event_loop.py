@@ -365,3 +365,31 @@ def test_a_borrower_keeps_polling_after_each_round_of_events():
         conn.close()
         theirs.close()
         loop.stop()
+
+
+def test_when_done_never_runs_a_callback_inline_off_the_loop(loop):
+    """A reply that completed before its callback was attached (another thread handled
+    it) is delivered on the loop, not inside the caller, which may hold its own lock;
+    one that completes later runs in the handler that completes it."""
+    held = threading.RLock()
+    ran: list[tuple[bool, bool]] = []  # (on the loop, caller's lock held by this thread)
+    arrived = threading.Event()
+
+    def record(_future) -> None:
+        ran.append((loop.in_loop_thread(), held._is_owned()))
+        arrived.set()
+
+    done = rpc.Future()
+    done.set_result(1)
+    with held:
+        loop.when_done(done, record)
+        assert ran == []  # not inline
+    assert arrived.wait(5)
+    assert ran == [(True, False)]
+
+    arrived.clear()
+    later = rpc.Future()
+    loop.when_done(later, record)
+    loop.call_soon(later.set_result, 2)  # completed by a handler on the loop
+    assert arrived.wait(5)
+    assert ran[-1] == (True, False)

@@ -144,6 +144,21 @@ class EventLoop:
         """Whether the calling thread is running the loop's handlers right now."""
         return self._owner == threading.get_ident()
 
+    def when_done(self, future, fn: Callable) -> None:
+        """Call ``fn(future)`` on the loop once ``future`` (an RPC reply) is done: inside
+        the handler that completes it, or, when another thread completed it before this
+        call, as a queued call. Never inline in the calling thread off the loop, which
+        may hold its own locks (a submitter dispatching under its lock got a lease grant
+        re-entrantly that way, and pushed tasks while holding it)."""
+
+        def done(f) -> None:
+            if self.in_loop_thread():
+                fn(f)
+            else:
+                self.call_soon(fn, f)
+
+        future.add_done_callback(done)
+
     # -- calls and timers --------------------------------------------------------
     def call_soon(self, fn: Callable, *args) -> None:
         self._calls.append((fn, args))

@@ -17,6 +17,10 @@ def mark_job_finished(gcs, job_hex: str) -> None:
     if info is not None and info.get("alive", True):
         info.update(alive=False, end_time=time.time())
         gcs.hset_obj(keys.JOBS, job_hex, info)
+    # Announced even when already marked: the driver announces at ray.shutdown() and its
+    # raylet again once it disconnects, and a lease the driver returned just before its
+    # announcement may reach a raylet after it (a worker that went idle late then ends
+    # at the second).
     gcs.publish_obj(keys.CHANNEL_JOBS, job_hex)
 
 

@@ -173,18 +173,7 @@ class _Attempt:
         self.request.spilled = spilled
         self.request.grant_or_reject = grant_or_reject
         fut = raylet.call("request_lease", *self.request.to_wire())
-        loop = self.client._loop
-
-        def replied(f: Future) -> None:
-            if loop.in_loop_thread():
-                self._on_reply(raylet, f)
-            else:
-                # Answered before the callback was attached (another thread handled the
-                # reply), so it runs here, in the requester, which may hold its own lock
-                # (a submitter dispatching): outcomes go to the handler on the loop.
-                loop.call_soon(self._on_reply, raylet, f)
-
-        fut.add_done_callback(replied)
+        self.client._loop.when_done(fut, lambda f: self._on_reply(raylet, f))
 
     def _retry_soon(self) -> None:
         self.client._loop.call_later(_RETRY_DELAY_S, self.start)

@@ -252,7 +252,8 @@ class TaskSubmitter:
         except RayConnectionError:
             return False  # that node is going away: its worker's loss requeues the task
         held.staging += 1
-        pulled.add_done_callback(lambda f: self._args_staged(held, task, f, elsewhere))
+        # (under the lock: the answer must not run here if it is already in)
+        self._loop.when_done(pulled, lambda f: self._args_staged(held, task, f, elsewhere))
         return True
 
     def _args_staged(self, held: _TaskLease, task: PendingTask, pulled, elsewhere) -> None:
